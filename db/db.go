@@ -1,0 +1,208 @@
+// Package db is the follower graph's storage: the Store and its SQL, the
+// migrations that create the tables, and the seam between SQL dialects.
+package db
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pressly/goose/v3"
+)
+
+//go:embed migrations
+var migrations embed.FS
+
+// Errors the store returns for outcomes a caller is expected to handle.
+var (
+	ErrNotFound         = errors.New("not found")
+	ErrSelfFollow       = errors.New("cannot follow yourself")
+	ErrNameTaken        = errors.New("name is already taken")
+	ErrFollowerNotFound = errors.New("follower does not exist")
+)
+
+// Store is the follower graph kept in a SQL database. It is safe for
+// concurrent use; open it once per process with Open.
+type Store struct {
+	db    *sql.DB
+	d     *dialect
+	stmts sync.Map // statement text -> *sql.Stmt
+}
+
+// Open connects to the database named by dsn, applies any migrations not yet
+// applied, and returns the store. A dsn is a SQLite path or file: URI.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	d, connStr, err := dialectFor(dsn)
+	if err != nil {
+		return nil, err
+	}
+	sqlDB, err := sql.Open(d.driver, connStr)
+	if err != nil {
+		return nil, fmt.Errorf("open %s database: %w", d.name, err)
+	}
+	d.configure(sqlDB)
+	s := &Store{db: sqlDB, d: d}
+	if err := s.migrate(ctx); err != nil {
+		sqlDB.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close releases the prepared statements and the connection pool.
+func (s *Store) Close() error {
+	s.stmts.Range(func(_, v any) bool {
+		v.(*sql.Stmt).Close()
+		return true
+	})
+	return s.db.Close()
+}
+
+// Ping reports whether the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	return s.db.PingContext(ctx)
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	fsys, err := fs.Sub(migrations, "migrations/"+s.d.name)
+	if err != nil {
+		return fmt.Errorf("migrations for %s: %w", s.d.name, err)
+	}
+	p, err := goose.NewProvider(s.d.goose, s.db, fsys)
+	if err != nil {
+		return fmt.Errorf("prepare migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("apply migrations: %w", err)
+	}
+	return nil
+}
+
+// Stats counts the SQL statements run on behalf of one request, so that
+// N+1 query shapes are visible and can be asserted in tests.
+type Stats struct {
+	queries atomic.Int64
+	nanos   atomic.Int64
+}
+
+// Queries is the number of SQL statements run so far.
+func (st *Stats) Queries() int64 { return st.queries.Load() }
+
+// Duration is the time spent in those statements, summed.
+func (st *Stats) Duration() time.Duration { return time.Duration(st.nanos.Load()) }
+
+type statsKey struct{}
+
+// WithStats returns a context whose SQL statements are counted in the
+// returned Stats.
+func WithStats(ctx context.Context) (context.Context, *Stats) {
+	st := &Stats{}
+	return context.WithValue(ctx, statsKey{}, st), st
+}
+
+func record(ctx context.Context, start time.Time) {
+	if st, ok := ctx.Value(statsKey{}).(*Stats); ok {
+		st.queries.Add(1)
+		st.nanos.Add(int64(time.Since(start)))
+	}
+}
+
+// stmt returns the prepared form of a statement text, preparing it once per
+// process: the SQLite driver otherwise re-prepares every statement, which
+// for a many-branch UNION ALL costs more than running it.
+func (s *Store) stmt(ctx context.Context, text string) (*sql.Stmt, error) {
+	if st, ok := s.stmts.Load(text); ok {
+		return st.(*sql.Stmt), nil
+	}
+	st, err := s.db.PrepareContext(ctx, s.d.rebind(text))
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := s.stmts.LoadOrStore(text, st); loaded {
+		st.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return st, nil
+}
+
+// runner runs statements either on the pool or inside one transaction,
+// counting each and reusing prepared statements in both cases.
+type runner struct {
+	s  *Store
+	tx *sql.Tx
+}
+
+func (r runner) prepared(ctx context.Context, text string) (*sql.Stmt, error) {
+	st, err := r.s.stmt(ctx, text)
+	if err != nil {
+		return nil, err
+	}
+	if r.tx != nil {
+		return r.tx.StmtContext(ctx, st), nil
+	}
+	return st, nil
+}
+
+func (r runner) query(ctx context.Context, text string, args ...any) (*sql.Rows, error) {
+	defer record(ctx, time.Now())
+	st, err := r.prepared(ctx, text)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+func (r runner) exec(ctx context.Context, text string, args ...any) (sql.Result, error) {
+	defer record(ctx, time.Now())
+	st, err := r.prepared(ctx, text)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+// queryRow scans the single row a statement returns into dest; it returns
+// sql.ErrNoRows when there is none.
+func (r runner) queryRow(ctx context.Context, text string, args []any, dest ...any) error {
+	rows, err := r.query(ctx, text, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return sql.ErrNoRows
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return err
+	}
+	return rows.Close()
+}
+
+func (s *Store) read() runner { return runner{s: s} }
+
+// inTx runs fn in one write transaction, committing when it returns nil.
+// On SQLite the transaction takes the write lock when it begins (see the
+// DSN's _txlock), so a read followed by a write never fails with SQLITE_BUSY.
+func (s *Store) inTx(ctx context.Context, fn func(r runner) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.d.classify(err)
+	}
+	if err := fn(runner{s: s, tx: tx}); err != nil {
+		tx.Rollback()
+		return s.d.classify(err)
+	}
+	if err := tx.Commit(); err != nil {
+		return s.d.classify(err)
+	}
+	return nil
+}

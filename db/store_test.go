@@ -1,0 +1,360 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// openTestStore opens a store on a fresh SQLite file in a temporary folder.
+func openTestStore(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "follows.db"))
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// sampleStore is a store holding the sample graph, with its users' ids.
+func sampleStore(t *testing.T) (*Store, map[string]int64) {
+	t.Helper()
+	s := openTestStore(t)
+	ctx := context.Background()
+	if ok, err := s.LoadSample(ctx); err != nil || !ok {
+		t.Fatalf("load sample: %v, %v", ok, err)
+	}
+	ids := map[string]int64{}
+	for _, name := range SampleUsers {
+		u, err := s.UserByName(ctx, name)
+		if err != nil {
+			t.Fatalf("user %s: %v", name, err)
+		}
+		ids[name] = u.ID
+	}
+	return s, ids
+}
+
+func names(edges []Edge) []string {
+	var out []string
+	for _, e := range edges {
+		out = append(out, e.User.Name)
+	}
+	return out
+}
+
+func TestSampleGraph(t *testing.T) {
+	s, ids := sampleStore(t)
+	ctx := context.Background()
+
+	counts, err := s.CountsByID(ctx, []int64{ids["alice"], ids["dave"], ids["bob"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Counts{{Followers: 1, Following: 2}, {Followers: 2, Following: 0}, {Followers: 1, Following: 2}}
+	if !slices.Equal(counts, want) {
+		t.Errorf("counts alice, dave, bob = %v, want %v", counts, want)
+	}
+
+	pages, err := s.FollowPages(ctx, Followers, []PageQuery{{User: ids["dave"], First: 20}, {User: ids["alice"], First: 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(pages[0].Edges); !slices.Equal(got, []string{"bob", "carol"}) {
+		t.Errorf("dave's followers = %v, want [bob carol] (newest first)", got)
+	}
+	if got := names(pages[1].Edges); !slices.Equal(got, []string{"bob"}) {
+		t.Errorf("alice's followers = %v, want [bob]", got)
+	}
+	for _, e := range pages[0].Edges {
+		if e.At.IsZero() {
+			t.Errorf("follow of dave by %s has no time", e.User.Name)
+		}
+	}
+
+	following, err := s.FollowPages(ctx, Following, []PageQuery{{User: ids["alice"], First: 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(following[0].Edges); !slices.Equal(got, []string{"carol", "bob"}) {
+		t.Errorf("alice follows %v, want [carol bob]", got)
+	}
+
+	mutual, err := s.MutualPages(ctx, []PageQuery{{User: ids["alice"], First: 20}, {User: ids["carol"], First: 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(mutual[0].Edges); !slices.Equal(got, []string{"bob"}) {
+		t.Errorf("alice's mutual follows = %v, want [bob]", got)
+	}
+	if got := names(mutual[1].Edges); len(got) != 0 {
+		t.Errorf("carol's mutual follows = %v, want none", got)
+	}
+	mc, err := s.MutualCounts(ctx, []int64{ids["alice"], ids["carol"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(mc, []int{1, 0}) {
+		t.Errorf("mutual counts alice, carol = %v, want [1 0]", mc)
+	}
+
+	sugg, err := s.Suggestions(ctx, []SuggestionQuery{{User: ids["alice"], First: 10}, {User: ids["dave"], First: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sugg[0]) != 1 || sugg[0][0].User.Name != "dave" || sugg[0][0].Via != 2 {
+		t.Errorf("alice's suggestions = %+v, want [{dave 2}]", sugg[0])
+	}
+	if len(sugg[1]) != 0 {
+		t.Errorf("dave's suggestions = %+v, want none", sugg[1])
+	}
+}
+
+func TestDeleteUserRemovesBothDirections(t *testing.T) {
+	s, ids := sampleStore(t)
+	ctx := context.Background()
+	n, err := s.DeleteUser(ctx, ids["bob"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 {
+		t.Errorf("deleted follows = %d, want 3", n)
+	}
+	var rows []string
+	r, err := s.db.Query(`SELECT a.Name, b.Name FROM Follows f JOIN Users a ON a.Id = f.FollowerId JOIN Users b ON b.Id = f.FolloweeId ORDER BY 1, 2`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r.Next() {
+		var a, b string
+		r.Scan(&a, &b)
+		rows = append(rows, a+"->"+b)
+	}
+	if !slices.Equal(rows, []string{"alice->carol", "carol->dave"}) {
+		t.Errorf("follows left = %v, want [alice->carol carol->dave]", rows)
+	}
+	if _, err := s.DeleteUser(ctx, ids["bob"]); !errors.Is(err, ErrNotFound) {
+		t.Errorf("deleting bob again: %v, want ErrNotFound", err)
+	}
+}
+
+func TestFollowOutcomes(t *testing.T) {
+	s, ids := sampleStore(t)
+	ctx := context.Background()
+	tests := []struct {
+		name              string
+		follower, followe int64
+		wantErr           error
+		wantAlready       bool
+	}{
+		{"new follow", ids["dave"], ids["alice"], nil, false},
+		{"existing follow", ids["alice"], ids["bob"], nil, true},
+		{"self", ids["alice"], ids["alice"], ErrSelfFollow, false},
+		{"missing followee", ids["alice"], 999, ErrNotFound, false},
+		{"missing follower", 999, ids["alice"], ErrFollowerNotFound, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			at, already, err := s.Follow(ctx, tc.follower, tc.followe)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			if err == nil && (already != tc.wantAlready || at.IsZero()) {
+				t.Errorf("already = %v at %v, want already %v and a time", already, at, tc.wantAlready)
+			}
+		})
+	}
+	// The direction is the one asked for.
+	exist, err := s.FollowsExist(ctx, []Pair{{ids["dave"], ids["alice"]}, {ids["alice"], ids["dave"]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(exist, []bool{true, false}) {
+		t.Errorf("dave->alice, alice->dave exist = %v, want [true false]", exist)
+	}
+
+	was, err := s.Unfollow(ctx, ids["dave"], ids["alice"])
+	if err != nil || !was {
+		t.Errorf("unfollow existing: %v, %v; want true, nil", was, err)
+	}
+	was, err = s.Unfollow(ctx, ids["dave"], ids["alice"])
+	if err != nil || was {
+		t.Errorf("unfollow again: %v, %v; want false, nil", was, err)
+	}
+	if _, err := s.Unfollow(ctx, ids["dave"], 999); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unfollow missing user: %v, want ErrNotFound", err)
+	}
+}
+
+func TestSelfFollowRefusedByConstraint(t *testing.T) {
+	s := openTestStore(t)
+	u, err := s.CreateUser(context.Background(), "solo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.db.Exec(`INSERT INTO Follows (FollowerId, FolloweeId) VALUES (?, ?)`, u.ID, u.ID)
+	if !errors.Is(s.d.classify(err), ErrSelfFollow) {
+		t.Errorf("self-follow insert: %v, want a CK_Follows_NoSelfFollow violation", err)
+	}
+}
+
+func TestConcurrentFollowsOfOnePair(t *testing.T) {
+	s, ids := sampleStore(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	created, errs := 0, []error{}
+	for range 20 {
+		wg.Go(func() {
+			_, already, err := s.Follow(ctx, ids["dave"], ids["carol"])
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+			} else if !already {
+				created++
+			}
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 || created != 1 {
+		t.Fatalf("20 concurrent follows: %d created, errors %v; want 1 and none", created, errs)
+	}
+	var n int
+	s.db.QueryRow(`SELECT COUNT(*) FROM Follows WHERE FollowerId = ? AND FolloweeId = ?`, ids["dave"], ids["carol"]).Scan(&n)
+	if n != 1 {
+		t.Errorf("rows for dave->carol = %d, want 1", n)
+	}
+}
+
+func TestCreateUserNameTaken(t *testing.T) {
+	s := openTestStore(t)
+	ctx := context.Background()
+	if _, err := s.CreateUser(ctx, "Erin"); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"Erin", "erin", "ERIN"} {
+		if _, err := s.CreateUser(ctx, name); !errors.Is(err, ErrNameTaken) {
+			t.Errorf("create %q: %v, want ErrNameTaken", name, err)
+		}
+	}
+	u, err := s.UserByName(ctx, "eRIN")
+	if err != nil || u.Name != "Erin" {
+		t.Errorf("user by name eRIN = %+v, %v; want Erin", u, err)
+	}
+}
+
+// Follows made faster than the database clock ticks still list newest
+// first, and paging with cursors returns each exactly once.
+func TestPagingNewestFirst(t *testing.T) {
+	s := openTestStore(t)
+	ctx := context.Background()
+	star, err := s.CreateUser(ctx, "star")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var made []string
+	for i := range 55 {
+		u, err := s.CreateUser(ctx, fmt.Sprintf("fan%02d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.Follow(ctx, u.ID, star.ID); err != nil {
+			t.Fatal(err)
+		}
+		made = append(made, u.Name)
+	}
+	slices.Reverse(made)
+
+	var got []string
+	after := Cursor{}
+	for pages := 0; ; pages++ {
+		if pages > 6 {
+			t.Fatal("more than 6 pages of 10 for 55 followers")
+		}
+		p, err := s.FollowPages(ctx, Followers, []PageQuery{{User: star.ID, After: after, First: 10}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, names(p[0].Edges)...)
+		if !p[0].HasNext {
+			break
+		}
+		last := p[0].Edges[len(p[0].Edges)-1]
+		after = Cursor{At: last.At, ID: last.User.ID}
+	}
+	if !slices.Equal(got, made) {
+		t.Errorf("pages gave\n%v\nwant newest first\n%v", got, made)
+	}
+}
+
+// One batch answers queries for many users, with and without cursors, the
+// same as asking one at a time.
+func TestBatchMatchesSingleQueries(t *testing.T) {
+	s, ids := sampleStore(t)
+	ctx := context.Background()
+	var qs []PageQuery
+	for _, name := range SampleUsers {
+		qs = append(qs, PageQuery{User: ids[name], First: 1}, PageQuery{User: ids[name], First: 5})
+	}
+	first, err := s.FollowPages(ctx, Following, []PageQuery{{User: ids["bob"], First: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := first[0].Edges[0]
+	qs = append(qs, PageQuery{User: ids["bob"], After: Cursor{At: e.At, ID: e.User.ID}, First: 5})
+
+	batch, err := s.FollowPages(ctx, Following, qs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range qs {
+		one, err := s.FollowPages(ctx, Following, []PageQuery{q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(one[0]) != fmt.Sprint(batch[i]) {
+			t.Errorf("query %+v: batch gave %v, alone %v", q, batch[i], one[0])
+		}
+	}
+	if got := names(batch[len(qs)-1].Edges); !slices.Equal(got, []string{"alice"}) {
+		t.Errorf("bob's following after %s = %v, want [alice]", e.User.Name, got)
+	}
+}
+
+// The list statements seek each user's index range: none may scan the
+// follow table, or a popular account would cost in proportion to its size.
+func TestListStatementsSeekTheIndex(t *testing.T) {
+	s := openTestStore(t)
+	for name, q := range map[string]string{
+		"followers": followersBranch, "following": followingBranch,
+		"mutual": mutualBranch, "suggestions": suggestionsBranch,
+	} {
+		rows, err := s.db.Query("EXPLAIN QUERY PLAN "+q, 0, 1, "x", 2, 3)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			rows.Scan(&id, &parent, &unused, &detail)
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		for _, step := range plan {
+			if strings.HasPrefix(step, "SCAN f") || strings.HasPrefix(step, "SCAN Follows") {
+				t.Errorf("%s scans the follow table: %v", name, plan)
+			}
+		}
+		if name != "suggestions" && !strings.Contains(plan[0], "(CreatedAt,Follo") {
+			t.Errorf("%s does not seek by its cursor: %v", name, plan)
+		}
+	}
+}

@@ -1,0 +1,178 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// User is an account in the follower graph. Its Name is a unique handle.
+type User struct {
+	ID   int64
+	Name string
+}
+
+// Counts are how many users follow a user and how many it follows.
+type Counts struct {
+	Followers int
+	Following int
+}
+
+// idList passes a batch of ids as one JSON array parameter, so that one
+// statement text (and one prepared statement) serves every batch size and
+// no batch runs into a driver's parameter limit.
+func idList(ids []int64) string {
+	b, _ := json.Marshal(ids)
+	return string(b)
+}
+
+// CreateUser adds a user with the given handle.
+func (s *Store) CreateUser(ctx context.Context, name string) (User, error) {
+	u := User{Name: name}
+	err := s.inTx(ctx, func(r runner) error {
+		return r.queryRow(ctx, s.d.insertUser, []any{name}, &u.ID)
+	})
+	if err != nil {
+		return User{}, fmt.Errorf("create user %q: %w", name, err)
+	}
+	return u, nil
+}
+
+// UsersByID returns the users with the given ids, in the order of ids; a
+// missing user is nil.
+func (s *Store) UsersByID(ctx context.Context, ids []int64) ([]*User, error) {
+	rows, err := s.read().query(ctx,
+		`SELECT Id, Name FROM Users WHERE Id IN (SELECT value FROM json_each(?))`, idList(ids))
+	if err != nil {
+		return nil, fmt.Errorf("load users by id: %w", err)
+	}
+	found, err := scanUsers(rows)
+	if err != nil {
+		return nil, fmt.Errorf("load users by id: %w", err)
+	}
+	byID := make(map[int64]*User, len(found))
+	for i := range found {
+		byID[found[i].ID] = &found[i]
+	}
+	out := make([]*User, len(ids))
+	for i, id := range ids {
+		out[i] = byID[id]
+	}
+	return out, nil
+}
+
+// UserByName returns the user with the handle name, compared without regard
+// to ASCII case, or ErrNotFound.
+func (s *Store) UserByName(ctx context.Context, name string) (User, error) {
+	var u User
+	err := s.read().queryRow(ctx,
+		`SELECT Id, Name FROM Users WHERE Name = ? COLLATE NOCASE`, []any{name}, &u.ID, &u.Name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return User{}, ErrNotFound
+	}
+	if err != nil {
+		return User{}, fmt.Errorf("load user by name: %w", err)
+	}
+	return u, nil
+}
+
+// ListUsers returns up to limit users with ids above afterID, by id.
+func (s *Store) ListUsers(ctx context.Context, afterID int64, limit int) ([]User, error) {
+	rows, err := s.read().query(ctx,
+		`SELECT Id, Name FROM Users WHERE Id > ? ORDER BY Id LIMIT ?`, afterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list users: %w", err)
+	}
+	users, err := scanUsers(rows)
+	if err != nil {
+		return nil, fmt.Errorf("list users: %w", err)
+	}
+	return users, nil
+}
+
+// CountUsers returns how many users there are.
+func (s *Store) CountUsers(ctx context.Context) (int, error) {
+	var n int
+	if err := s.read().queryRow(ctx, `SELECT COUNT(*) FROM Users`, nil, &n); err != nil {
+		return 0, fmt.Errorf("count users: %w", err)
+	}
+	return n, nil
+}
+
+// CountsByID returns the follower and following counts of each id, in the
+// order of ids.
+func (s *Store) CountsByID(ctx context.Context, ids []int64) ([]Counts, error) {
+	rows, err := s.read().query(ctx, `
+SELECT k.value,
+       (SELECT COUNT(*) FROM Follows WHERE FolloweeId = k.value),
+       (SELECT COUNT(*) FROM Follows WHERE FollowerId = k.value)
+FROM json_each(?) AS k`, idList(ids))
+	if err != nil {
+		return nil, fmt.Errorf("count follows: %w", err)
+	}
+	defer rows.Close()
+	byID := make(map[int64]Counts, len(ids))
+	for rows.Next() {
+		var id int64
+		var c Counts
+		if err := rows.Scan(&id, &c.Followers, &c.Following); err != nil {
+			return nil, fmt.Errorf("count follows: %w", err)
+		}
+		byID[id] = c
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count follows: %w", err)
+	}
+	out := make([]Counts, len(ids))
+	for i, id := range ids {
+		out[i] = byID[id]
+	}
+	return out, nil
+}
+
+// DeleteUser removes a user and every follow row it is part of, in either
+// direction, in one transaction. It does not rely on ON DELETE CASCADE: only
+// FolloweeId cascades, so the rows where the user is the follower would
+// otherwise block the delete. It returns how many follow rows went.
+func (s *Store) DeleteUser(ctx context.Context, id int64) (deletedFollows int, err error) {
+	err = s.inTx(ctx, func(r runner) error {
+		res, err := r.exec(ctx, `DELETE FROM Follows WHERE FollowerId = ? OR FolloweeId = ?`, id, id)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		res, err = r.exec(ctx, `DELETE FROM Users WHERE Id = ?`, id)
+		if err != nil {
+			return err
+		}
+		if gone, err := res.RowsAffected(); err != nil {
+			return err
+		} else if gone == 0 {
+			return ErrNotFound
+		}
+		deletedFollows = int(n)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delete user %d: %w", id, err)
+	}
+	return deletedFollows, nil
+}
+
+func scanUsers(rows *sql.Rows) ([]User, error) {
+	defer rows.Close()
+	var users []User
+	for rows.Next() {
+		var u User
+		if err := rows.Scan(&u.ID, &u.Name); err != nil {
+			return nil, err
+		}
+		users = append(users, u)
+	}
+	return users, rows.Err()
+}
