@@ -1,0 +1,87 @@
+// Package model holds the GraphQL types that are not the store's own:
+// connections, edges and payloads.
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"follows/db"
+
+	"github.com/99designs/gqlgen/graphql"
+)
+
+// timeLayout is RFC 3339 in UTC with a fixed seven fractional digits, the
+// precision the database keeps.
+const timeLayout = "2006-01-02T15:04:05.0000000Z07:00"
+
+// MarshalTime writes the Time scalar.
+func MarshalTime(t time.Time) graphql.Marshaler {
+	return graphql.WriterFunc(func(w io.Writer) {
+		io.WriteString(w, strconv.Quote(t.UTC().Format(timeLayout)))
+	})
+}
+
+// UnmarshalTime reads the Time scalar from any RFC 3339 string.
+func UnmarshalTime(v any) (time.Time, error) {
+	s, ok := v.(string)
+	if !ok {
+		return time.Time{}, errors.New("Time must be an RFC 3339 string")
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("Time must be RFC 3339: %w", err)
+	}
+	return t.UTC(), nil
+}
+
+// FollowConnection is a page of a user's followers or following.
+type FollowConnection struct {
+	Edges    []*FollowEdge
+	PageInfo *PageInfo
+	// Total counts the whole list; it runs only when totalCount is asked for.
+	Total func(context.Context) (int, error)
+}
+
+// Nodes are the edges' users, for clients that need no cursors.
+func (c *FollowConnection) Nodes() []*db.User {
+	out := make([]*db.User, len(c.Edges))
+	for i, e := range c.Edges {
+		out[i] = e.Node
+	}
+	return out
+}
+
+// TotalCount is the length of the whole list.
+func (c *FollowConnection) TotalCount(ctx context.Context) (int, error) { return c.Total(ctx) }
+
+// FollowEdge is one follow in a page.
+type FollowEdge struct {
+	Cursor     string
+	Node       *db.User
+	FollowedAt time.Time
+}
+
+// UserConnection is a page of users.
+type UserConnection struct {
+	Edges    []*UserEdge
+	PageInfo *PageInfo
+	// Total counts the whole list; it runs only when totalCount is asked for.
+	Total func(context.Context) (int, error)
+}
+
+// Nodes are the edges' users, for clients that need no cursors.
+func (c *UserConnection) Nodes() []*db.User {
+	out := make([]*db.User, len(c.Edges))
+	for i, e := range c.Edges {
+		out[i] = e.Node
+	}
+	return out
+}
+
+// TotalCount is the length of the whole list.
+func (c *UserConnection) TotalCount(ctx context.Context) (int, error) { return c.Total(ctx) }

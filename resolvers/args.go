@@ -1,0 +1,94 @@
+package resolvers
+
+import (
+	"context"
+	"strconv"
+
+	"follows/auth"
+	"follows/db"
+)
+
+// maxFirst bounds every page: no client can ask for a whole popular list.
+const maxFirst = 100
+
+// parseID reads a user id argument: the decimal database id.
+func parseID(ctx context.Context, arg, s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, badArg(ctx, arg, "%q is not a user id", truncate(s, 40))
+	}
+	return id, nil
+}
+
+// pageArgs checks first and after and returns the page they ask for.
+func pageArgs(ctx context.Context, list string, user int64, first *int, after *string, def int) (db.PageQuery, error) {
+	q := db.PageQuery{User: user, First: def}
+	if first != nil {
+		q.First = *first
+	}
+	if q.First < 0 || q.First > maxFirst {
+		return q, badArg(ctx, "first", "must be between 0 and %d, not %d", maxFirst, q.First)
+	}
+	if after != nil {
+		c, err := decodeCursor(list, *after)
+		if err != nil {
+			return q, badArg(ctx, "after", "not a cursor of this %s list", list)
+		}
+		q.After = c
+	}
+	return q, nil
+}
+
+// validName is the rule for handles written in the schema: 1 to 32
+// ASCII letters, digits, '_', '.' or '-'.
+func validName(name string) bool {
+	if len(name) < 1 || len(name) > 32 {
+		return false
+	}
+	for _, c := range name {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '.', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// viewer returns the signed-in user, or nil when the request is anonymous,
+// its token is bad, or the token's user has been deleted.
+func (r *Resolver) viewer(ctx context.Context) (*db.User, error) {
+	id, err := auth.Viewer(ctx)
+	if err != nil {
+		return nil, nil
+	}
+	u, err := r.loadersFor(ctx).users.Load(ctx, id)
+	if err != nil {
+		return nil, storeError(ctx, err)
+	}
+	return u, nil
+}
+
+// requireViewer returns the signed-in user or an UNAUTHENTICATED error
+// saying why there is none. A token stops working when its user is gone.
+func (r *Resolver) requireViewer(ctx context.Context) (*db.User, error) {
+	id, err := auth.Viewer(ctx)
+	if err != nil {
+		return nil, authError(ctx, err)
+	}
+	u, err := r.loadersFor(ctx).users.Load(ctx, id)
+	if err != nil {
+		return nil, storeError(ctx, err)
+	}
+	if u == nil {
+		return nil, userError(ctx, CodeUnauthenticated, "the token's user no longer exists")
+	}
+	return u, nil
+}

@@ -1,0 +1,41 @@
+package resolvers
+
+import (
+	"encoding/base64"
+	"testing"
+	"time"
+
+	"follows/db"
+)
+
+func TestCursorRoundTrip(t *testing.T) {
+	for _, c := range []db.Cursor{
+		{At: time.Date(2026, 11, 30, 3, 15, 15, 123456700, time.UTC), ID: 7},
+		{At: time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC), ID: 1},
+		{At: time.Date(1901, 1, 1, 0, 0, 0, 100, time.UTC), ID: 1 << 40},
+	} {
+		got, err := decodeCursor(listFollowers, encodeCursor(listFollowers, c))
+		if err != nil || !got.At.Equal(c.At) || got.ID != c.ID {
+			t.Errorf("round trip of %+v gave %+v, %v", c, got, err)
+		}
+	}
+}
+
+func TestCursorRefused(t *testing.T) {
+	enc := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+	for name, s := range map[string]string{
+		"other list":    encodeCursor(listFollowing, db.Cursor{At: time.Unix(5, 0), ID: 3}),
+		"not base64":    "!!!",
+		"empty":         "",
+		"two parts":     enc("followers|5.0"),
+		"no nanos":      enc("followers|5|3"),
+		"bad id":        enc("followers|5.0|x"),
+		"zero id":       enc("followers|5.0|0"),
+		"nanos too big": enc("followers|5.1000000000|3"),
+		"year 10000":    enc("followers|253402300800.0|3"),
+	} {
+		if _, err := decodeCursor(listFollowers, s); err == nil {
+			t.Errorf("%s: cursor %q accepted", name, s)
+		}
+	}
+}

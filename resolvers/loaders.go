@@ -1,0 +1,109 @@
+package resolvers
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"follows/db"
+
+	"github.com/vikstrous/dataloadgen"
+)
+
+// loaders batch the store lookups that one request's resolvers make at
+// about the same time: a list of fifty users asking for their counts and
+// first followers makes one statement for each kind of lookup, not one
+// per user. They live for one request, so nothing is cached across users.
+type loaders struct {
+	users        *dataloadgen.Loader[int64, *db.User]
+	counts       *dataloadgen.Loader[int64, db.Counts]
+	follows      *dataloadgen.Loader[db.Pair, bool]
+	followers    *dataloadgen.Loader[db.PageQuery, db.Page]
+	following    *dataloadgen.Loader[db.PageQuery, db.Page]
+	mutual       *dataloadgen.Loader[db.PageQuery, db.Page]
+	mutualCounts *dataloadgen.Loader[int64, int]
+	suggestions  *dataloadgen.Loader[db.SuggestionQuery, []db.Suggestion]
+}
+
+// batched adapts a store method that answers many keys at once, or fails
+// as a whole, to the loader's fetch function.
+func batched[K comparable, V any](fetch func(context.Context, []K) ([]V, error)) func(context.Context, []K) ([]V, []error) {
+	return func(ctx context.Context, keys []K) ([]V, []error) {
+		vs, err := fetch(ctx, keys)
+		if err != nil {
+			return nil, []error{err}
+		}
+		return vs, nil
+	}
+}
+
+func newLoaders(s *db.Store, wait time.Duration) *loaders {
+	w := dataloadgen.WithWait(wait)
+	// Batches that become one UNION ALL branch per key are capped at what
+	// one statement may hold.
+	capped := dataloadgen.WithBatchCapacity(db.MaxBatch)
+	pages := func(dir db.Direction) func(context.Context, []db.PageQuery) ([]db.Page, error) {
+		return func(ctx context.Context, qs []db.PageQuery) ([]db.Page, error) {
+			return s.FollowPages(ctx, dir, qs)
+		}
+	}
+	return &loaders{
+		users:        dataloadgen.NewLoader(batched(s.UsersByID), w),
+		counts:       dataloadgen.NewLoader(batched(s.CountsByID), w),
+		follows:      dataloadgen.NewLoader(batched(s.FollowsExist), w),
+		followers:    dataloadgen.NewLoader(batched(pages(db.Followers)), w, capped),
+		following:    dataloadgen.NewLoader(batched(pages(db.Following)), w, capped),
+		mutual:       dataloadgen.NewLoader(batched(s.MutualPages), w, capped),
+		mutualCounts: dataloadgen.NewLoader(batched(s.MutualCounts), w),
+		suggestions:  dataloadgen.NewLoader(batched(s.Suggestions), w, capped),
+	}
+}
+
+// requestLoaders holds one request's loaders. A mutation swaps in fresh
+// ones, so that what it changed is read anew by its own payload and by the
+// mutations after it.
+type requestLoaders struct {
+	mu   sync.Mutex
+	cur  *loaders
+	make func() *loaders
+}
+
+func (rl *requestLoaders) get() *loaders {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	return rl.cur
+}
+
+func (rl *requestLoaders) reset() {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	rl.cur = rl.make()
+}
+
+type loadersKey struct{}
+
+// Middleware gives each request its own loaders.
+func (r *Resolver) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mk := func() *loaders { return newLoaders(r.Store, r.BatchWait) }
+		rl := &requestLoaders{cur: mk(), make: mk}
+		next.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), loadersKey{}, rl)))
+	})
+}
+
+// loadersFor returns the request's loaders; a context without them (a call
+// from outside HTTP) gets loaders of its own.
+func (r *Resolver) loadersFor(ctx context.Context) *loaders {
+	if rl, ok := ctx.Value(loadersKey{}).(*requestLoaders); ok {
+		return rl.get()
+	}
+	return newLoaders(r.Store, r.BatchWait)
+}
+
+// freshLoaders drops what the request's loaders have cached.
+func freshLoaders(ctx context.Context) {
+	if rl, ok := ctx.Value(loadersKey{}).(*requestLoaders); ok {
+		rl.reset()
+	}
+}

@@ -1,0 +1,20 @@
+// Package resolvers answers the GraphQL schema in graph/ from the store in
+// db/. Resolvers stay thin: they check arguments, go to the store through
+// request-scoped loaders, and turn store errors into coded GraphQL errors.
+package resolvers
+
+import (
+	"time"
+
+	"follows/auth"
+	"follows/db"
+)
+
+// Resolver is the root of the resolvers and holds what they share.
+type Resolver struct {
+	Store  *db.Store
+	Tokens *auth.Tokens
+	// BatchWait is how long a loader gathers keys before it runs its
+	// statement: long enough for the resolvers of one list to join in.
+	BatchWait time.Duration
+}

@@ -1,0 +1,103 @@
+package resolvers
+
+import (
+	"context"
+
+	"follows/auth"
+	"follows/db"
+	"follows/graph/model"
+)
+
+// userByID loads a user that must exist.
+func (r *Resolver) userByID(ctx context.Context, id int64) (*db.User, error) {
+	u, err := r.loadersFor(ctx).users.Load(ctx, id)
+	if err != nil {
+		return nil, storeError(ctx, err)
+	}
+	if u == nil {
+		return nil, userError(ctx, CodeNotFound, "no such user")
+	}
+	return u, nil
+}
+
+func (r *Resolver) counts(ctx context.Context, id int64) (db.Counts, error) {
+	c, err := r.loadersFor(ctx).counts.Load(ctx, id)
+	if err != nil {
+		return c, storeError(ctx, err)
+	}
+	return c, nil
+}
+
+// viewerPair tells whether the viewer follows the user (viewerFollows) or
+// the user follows the viewer; false for an anonymous request. A deleted
+// user's token finds no follow rows, so it needs no check of its own.
+func (r *Resolver) viewerPair(ctx context.Context, user int64, viewerFollows bool) (bool, error) {
+	me, err := auth.Viewer(ctx)
+	if err != nil {
+		return false, nil
+	}
+	p := db.Pair{Follower: user, Followee: me}
+	if viewerFollows {
+		p = db.Pair{Follower: me, Followee: user}
+	}
+	ok, err := r.loadersFor(ctx).follows.Load(ctx, p)
+	if err != nil {
+		return false, storeError(ctx, err)
+	}
+	return ok, nil
+}
+
+func (r *Resolver) followPage(ctx context.Context, dir db.Direction, user int64, first *int, after *string) (*model.FollowConnection, error) {
+	q, err := pageArgs(ctx, dir.String(), user, first, after, 20)
+	if err != nil {
+		return nil, err
+	}
+	l := r.loadersFor(ctx)
+	loader := l.followers
+	if dir == db.Following {
+		loader = l.following
+	}
+	page, err := loader.Load(ctx, q)
+	if err != nil {
+		return nil, storeError(ctx, err)
+	}
+	conn := &model.FollowConnection{
+		PageInfo: pageInfo(dir.String(), q, page),
+		Total: func(ctx context.Context) (int, error) {
+			c, err := r.counts(ctx, user)
+			if dir == db.Following {
+				return c.Following, err
+			}
+			return c.Followers, err
+		},
+	}
+	for _, e := range page.Edges {
+		conn.Edges = append(conn.Edges, &model.FollowEdge{
+			Cursor:     encodeCursor(dir.String(), db.Cursor{At: e.At, ID: e.User.ID}),
+			Node:       &e.User,
+			FollowedAt: e.At,
+		})
+	}
+	return conn, nil
+}
+
+func userConnection(list string, q db.PageQuery, page db.Page, total func(context.Context) (int, error)) *model.UserConnection {
+	conn := &model.UserConnection{PageInfo: pageInfo(list, q, page), Total: total}
+	for _, e := range page.Edges {
+		conn.Edges = append(conn.Edges, &model.UserEdge{
+			Cursor: encodeCursor(list, db.Cursor{At: e.At, ID: e.User.ID}),
+			Node:   &e.User,
+		})
+	}
+	return conn
+}
+
+func pageInfo(list string, q db.PageQuery, page db.Page) *model.PageInfo {
+	pi := &model.PageInfo{HasNextPage: page.HasNext, HasPreviousPage: !q.After.IsZero()}
+	if n := len(page.Edges); n > 0 {
+		first := encodeCursor(list, db.Cursor{At: page.Edges[0].At, ID: page.Edges[0].User.ID})
+		last := encodeCursor(list, db.Cursor{At: page.Edges[n-1].At, ID: page.Edges[n-1].User.ID})
+		pi.StartCursor, pi.EndCursor = &first, &last
+	}
+	return pi
+}
