@@ -138,15 +138,18 @@ type runner struct {
 	tx *sql.Tx
 }
 
+// prepared returns the statement's prepared form, or nil inside a
+// transaction when it has none yet. A transaction must not prepare through
+// the pool: while it holds SQLite's write lock, every other connection may
+// be waiting for that lock, and the pool would have none to give.
 func (r runner) prepared(ctx context.Context, text string) (*sql.Stmt, error) {
-	st, err := r.s.stmt(ctx, text)
-	if err != nil {
-		return nil, err
-	}
 	if r.tx != nil {
-		return r.tx.StmtContext(ctx, st), nil
+		if st, ok := r.s.stmts.Load(text); ok {
+			return r.tx.StmtContext(ctx, st.(*sql.Stmt)), nil
+		}
+		return nil, nil
 	}
-	return st, nil
+	return r.s.stmt(ctx, text)
 }
 
 func (r runner) query(ctx context.Context, text string, args ...any) (*sql.Rows, error) {
@@ -154,6 +157,9 @@ func (r runner) query(ctx context.Context, text string, args ...any) (*sql.Rows,
 	st, err := r.prepared(ctx, text)
 	if err != nil {
 		return nil, err
+	}
+	if st == nil {
+		return r.tx.QueryContext(ctx, r.s.d.rebind(text), args...)
 	}
 	return st.QueryContext(ctx, args...)
 }
@@ -163,6 +169,9 @@ func (r runner) exec(ctx context.Context, text string, args ...any) (sql.Result,
 	st, err := r.prepared(ctx, text)
 	if err != nil {
 		return nil, err
+	}
+	if st == nil {
+		return r.tx.ExecContext(ctx, r.s.d.rebind(text), args...)
 	}
 	return st.ExecContext(ctx, args...)
 }

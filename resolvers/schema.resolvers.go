@@ -132,6 +132,7 @@ func (r *queryResolver) Users(ctx context.Context, first *int, after *string) (*
 	for _, u := range users[:min(len(users), q.First)] {
 		page.Edges = append(page.Edges, db.Edge{User: u})
 	}
+	r.prefetch(ctx, pageIDs(page), connectionNodes...)
 	return userConnection(listUsers, q, page, func(ctx context.Context) (int, error) {
 		n, err := r.Store.CountUsers(ctx)
 		if err != nil {
@@ -183,6 +184,7 @@ func (r *userResolver) MutualFollows(ctx context.Context, obj *db.User, first *i
 	if err != nil {
 		return nil, storeError(ctx, err)
 	}
+	r.prefetch(ctx, pageIDs(page), connectionNodes...)
 	return userConnection(listMutual, q, page, func(ctx context.Context) (int, error) {
 		n, err := r.loadersFor(ctx).mutualCounts.Load(ctx, obj.ID)
 		if err != nil {
@@ -203,9 +205,12 @@ func (r *userResolver) Suggestions(ctx context.Context, obj *db.User, first *int
 		return nil, storeError(ctx, err)
 	}
 	out := make([]*model.Suggestion, len(found))
+	ids := make([]int64, len(found))
 	for i := range found {
 		out[i] = &model.Suggestion{User: &found[i].User, Via: found[i].Via}
+		ids[i] = found[i].User.ID
 	}
+	r.prefetch(ctx, ids, []string{"user"})
 	return out, nil
 }
 
@@ -219,15 +224,14 @@ func (r *userResolver) FollowsViewer(ctx context.Context, obj *db.User) (bool, e
 	return r.viewerPair(ctx, obj.ID, false)
 }
 
-// Mutation returns graph.MutationResolver implementation.
 func (r *Resolver) Mutation() graph.MutationResolver { return &mutationResolver{r} }
 
-// Query returns graph.QueryResolver implementation.
 func (r *Resolver) Query() graph.QueryResolver { return &queryResolver{r} }
 
-// User returns graph.UserResolver implementation.
 func (r *Resolver) User() graph.UserResolver { return &userResolver{r} }
 
-type mutationResolver struct{ *Resolver }
-type queryResolver struct{ *Resolver }
-type userResolver struct{ *Resolver }
+type (
+	mutationResolver struct{ *Resolver }
+	queryResolver    struct{ *Resolver }
+	userResolver     struct{ *Resolver }
+)

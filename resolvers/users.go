@@ -61,6 +61,7 @@ func (r *Resolver) followPage(ctx context.Context, dir db.Direction, user int64,
 	if err != nil {
 		return nil, storeError(ctx, err)
 	}
+	r.prefetch(ctx, pageIDs(page), connectionNodes...)
 	conn := &model.FollowConnection{
 		PageInfo: pageInfo(dir.String(), q, page),
 		Total: func(ctx context.Context) (int, error) {
@@ -100,4 +101,15 @@ func pageInfo(list string, q db.PageQuery, page db.Page) *model.PageInfo {
 		pi.StartCursor, pi.EndCursor = &first, &last
 	}
 	return pi
+}
+
+// connectionNodes are the paths from a connection to its users.
+var connectionNodes = [][]string{{"nodes"}, {"edges", "node"}}
+
+func pageIDs(p db.Page) []int64 {
+	ids := make([]int64, len(p.Edges))
+	for i, e := range p.Edges {
+		ids[i] = e.User.ID
+	}
+	return ids
 }

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binDir holds the server binary, built once for the tests that run it.
+var binDir string
+
+func TestMain(m *testing.M) {
+	binDir, _ = os.MkdirTemp("", "follows-bin")
+	code := m.Run()
+	os.RemoveAll(binDir)
+	os.Exit(code)
+}
+
+var buildOnce = sync.OnceValues(func() (string, error) {
+	bin := filepath.Join(binDir, "follows")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// buildBinary compiles the server as `go build` would.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin, err := buildOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// startProcess runs the server binary and waits for it to say where it
+// listens. The log it writes afterwards is kept in the returned channel.
+func startProcess(t *testing.T, bin string, args ...string) (*exec.Cmd, string, <-chan string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "TOKEN_SECRET=", "DATABASE_URL=", "ADDR=")
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := make(chan string, 100)
+	urlc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		re := regexp.MustCompile(`url=(http://\S+)/graphql`)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				urlc <- m[1]
+			}
+			select {
+			case lines <- sc.Text():
+			default:
+			}
+		}
+		close(lines)
+	}()
+	select {
+	case u := <-urlc:
+		return cmd, u, lines
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server did not start within 30s")
+	}
+	return nil, "", nil
+}
+
+func post(t *testing.T, url, token, query string) map[string]any {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"query": query})
+	req, _ := http.NewRequest("POST", url+"/graphql", strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	raw, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("not JSON: %s", raw)
+	}
+	return out
+}
+
+// The binary as a user runs it: -demo data, a token from the token
+// subcommand that the server accepts, and a clean exit on SIGTERM.
+func TestBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	dbPath := filepath.Join(t.TempDir(), "follows.db")
+	cmd, url, _ := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", dbPath, "-demo", "-secret", "s3cret")
+
+	resp, err := http.Get(url + "/healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("healthz: %v %v", resp, err)
+	}
+	out := post(t, url, "", `{ user(name: "dave") { followerCount followers { nodes { name } } } }`)
+	if got, _ := json.Marshal(out["data"]); string(got) != `{"user":{"followerCount":2,"followers":{"nodes":[{"name":"bob"},{"name":"carol"}]}}}` {
+		t.Errorf("demo data: %s", got)
+	}
+
+	tok, err := exec.Command(bin, "token", "-user", "4", "-db", dbPath, "-secret", "s3cret").Output()
+	if err != nil {
+		t.Fatalf("token subcommand: %v", err)
+	}
+	out = post(t, url, strings.TrimSpace(string(tok)), `mutation { follow(input: {userId: "1"}) { follower { name } followee { name } } }`)
+	if got, _ := json.Marshal(out["data"]); string(got) != `{"follow":{"followee":{"name":"alice"},"follower":{"name":"dave"}}}` {
+		t.Errorf("follow with a minted token: %s (%v)", got, out["errors"])
+	}
+	if err := exec.Command(bin, "token", "-user", "99", "-db", dbPath, "-secret", "s3cret").Run(); err == nil {
+		t.Error("token for a user who does not exist succeeded")
+	}
+
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("exit after SIGTERM: %v, want status 0", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("still running 30s after SIGTERM")
+	}
+}
+
+// Without a secret the server makes one and says so, without printing it.
+func TestBinaryWithoutSecret(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	_, _, lines := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "x.db"))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for {
+		select {
+		case l := <-lines:
+			if strings.Contains(l, "no token secret configured") {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("no warning about the missing secret in the log")
+		}
+	}
+}
