@@ -92,3 +92,17 @@ func (r *Resolver) requireViewer(ctx context.Context) (*db.User, error) {
 	}
 	return u, nil
 }
+
+// viewerAndTarget returns the signed-in user and the user a mutation's
+// input.userId names.
+func (r *Resolver) viewerAndTarget(ctx context.Context, userID string) (*db.User, int64, error) {
+	me, err := r.requireViewer(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	id, err := parseID(ctx, "input.userId", userID)
+	if err != nil {
+		return nil, 0, err
+	}
+	return me, id, nil
+}

@@ -29,11 +29,7 @@ func (r *mutationResolver) CreateUser(ctx context.Context, input model.CreateUse
 
 // Follow is the resolver for the follow field.
 func (r *mutationResolver) Follow(ctx context.Context, input model.FollowInput) (*model.FollowPayload, error) {
-	me, err := r.requireViewer(ctx)
-	if err != nil {
-		return nil, err
-	}
-	id, err := parseID(ctx, "input.userId", input.UserID)
+	me, id, err := r.viewerAndTarget(ctx, input.UserID)
 	if err != nil {
 		return nil, err
 	}
@@ -41,8 +37,7 @@ func (r *mutationResolver) Follow(ctx context.Context, input model.FollowInput) 
 	if err != nil {
 		return nil, storeError(ctx, err)
 	}
-	freshLoaders(ctx)
-	followee, err := r.userByID(ctx, id)
+	followee, err := r.changedUser(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -51,11 +46,7 @@ func (r *mutationResolver) Follow(ctx context.Context, input model.FollowInput) 
 
 // Unfollow is the resolver for the unfollow field.
 func (r *mutationResolver) Unfollow(ctx context.Context, input model.UnfollowInput) (*model.UnfollowPayload, error) {
-	me, err := r.requireViewer(ctx)
-	if err != nil {
-		return nil, err
-	}
-	id, err := parseID(ctx, "input.userId", input.UserID)
+	me, id, err := r.viewerAndTarget(ctx, input.UserID)
 	if err != nil {
 		return nil, err
 	}
@@ -63,8 +54,7 @@ func (r *mutationResolver) Unfollow(ctx context.Context, input model.UnfollowInp
 	if err != nil {
 		return nil, storeError(ctx, err)
 	}
-	freshLoaders(ctx)
-	followee, err := r.userByID(ctx, id)
+	followee, err := r.changedUser(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -73,11 +63,7 @@ func (r *mutationResolver) Unfollow(ctx context.Context, input model.UnfollowInp
 
 // DeleteUser is the resolver for the deleteUser field.
 func (r *mutationResolver) DeleteUser(ctx context.Context, input model.DeleteUserInput) (*model.DeleteUserPayload, error) {
-	me, err := r.requireViewer(ctx)
-	if err != nil {
-		return nil, err
-	}
-	id, err := parseID(ctx, "input.userId", input.UserID)
+	me, id, err := r.viewerAndTarget(ctx, input.UserID)
 	if err != nil {
 		return nil, err
 	}

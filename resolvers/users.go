@@ -20,6 +20,13 @@ func (r *Resolver) userByID(ctx context.Context, id int64) (*db.User, error) {
 	return u, nil
 }
 
+// changedUser loads a user after a mutation wrote, with loaders emptied of
+// what the request had read before the write.
+func (r *Resolver) changedUser(ctx context.Context, id int64) (*db.User, error) {
+	freshLoaders(ctx)
+	return r.userByID(ctx, id)
+}
+
 func (r *Resolver) counts(ctx context.Context, id int64) (db.Counts, error) {
 	c, err := r.loadersFor(ctx).counts.Load(ctx, id)
 	if err != nil {
