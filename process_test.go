@@ -135,6 +135,19 @@ func TestBinary(t *testing.T) {
 		t.Error("token for a user who does not exist succeeded")
 	}
 
+	raw := openRaw(t, dbPath)
+	if _, err := raw.Exec(`UPDATE Users SET FollowingCount = 7 WHERE Name = 'carol'`); err != nil {
+		t.Fatal(err)
+	}
+	report, err := exec.Command(bin, "-check-counts", "-db", dbPath).Output()
+	if err != nil || !strings.Contains(string(report), "(carol): followers 1, recounted 1; following 7, recounted 1") {
+		t.Errorf("-check-counts: %v\n%s", err, report)
+	}
+	out = post(t, url, "", `{ user(name: "carol") { followingCount } }`)
+	if got, _ := json.Marshal(out["data"]); string(got) != `{"user":{"followingCount":1}}` {
+		t.Errorf("carol after repair: %s", got)
+	}
+
 	cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()

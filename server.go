@@ -50,13 +50,15 @@ func main() {
 
 // config is everything the server can be told, from flags or environment.
 type config struct {
-	addr      string
-	dsn       string
-	secret    string
-	tokenTTL  time.Duration
-	demo      bool
-	debug     bool
-	batchWait time.Duration
+	addr     string
+	dsn      string
+	secret   string
+	tokenTTL time.Duration
+	demo     bool
+	debug    bool
+	// checkCounts recounts follows, repairs drifted counters and exits.
+	checkCounts bool
+	batchWait   time.Duration
 }
 
 // flags registers the settings shared by the server and its subcommands.
@@ -90,6 +92,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	fs.StringVar(&c.addr, "addr", addr, "address to listen on (env ADDR)")
 	fs.BoolVar(&c.demo, "demo", false, "load the sample graph (alice, bob, carol, dave) into an empty database")
+	fs.BoolVar(&c.checkCounts, "check-counts", false, "recount every user's follows, report and repair counts that drifted, then exit")
 	fs.BoolVar(&c.debug, "debug", false, "add extensions.debug (SQL statement count and time) to every response")
 	fs.DurationVar(&c.batchWait, "batch-wait", time.Millisecond, "how long loaders gather keys before one batched statement runs")
 	if err := fs.Parse(args); err != nil {
@@ -97,6 +100,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if c.checkCounts {
+		return checkCounts(ctx, c.dsn, stdout)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	return serve(ctx, c, log)
@@ -250,5 +256,25 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		return fmt.Errorf("token: no user with id %d in %s", id, c.dsn)
 	}
 	fmt.Fprintln(stdout, auth.NewTokens([]byte(c.secret), c.tokenTTL).Mint(id))
+	return nil
+}
+
+// checkCounts recounts every user's follows and repairs the counts kept on
+// Users where they drifted, saying which.
+func checkCounts(ctx context.Context, dsn string, stdout io.Writer) error {
+	store, err := db.Open(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	drift, err := store.CheckCounts(ctx, true)
+	if err != nil {
+		return err
+	}
+	for _, d := range drift {
+		fmt.Fprintf(stdout, "user %d (%s): followers %d, recounted %d; following %d, recounted %d\n",
+			d.User.ID, d.User.Name, d.User.FollowerCount, d.RecountFollowers, d.User.FollowingCount, d.RecountFollowing)
+	}
+	fmt.Fprintf(stdout, "%d users had drifted counts; repaired\n", len(drift))
 	return nil
 }

@@ -283,6 +283,17 @@ func TestFollowDirection(t *testing.T) {
 	if err != nil || !slices.Equal(pairs, []bool{true, false}) {
 		t.Errorf("rows alice->dave, dave->alice = %v, %v; want [true false]", pairs, err)
 	}
+	// The payload's counts are read after the write.
+	r := s.do(alice.Token, `mutation($id: ID!) { unfollow(input: {userId: $id}) {
+	  follower { followingCount } followee { followerCount } } }`, map[string]any{"id": dave.ID})
+	if string(r.Data) != `{"unfollow":{"follower":{"followingCount":0},"followee":{"followerCount":0}}}` {
+		t.Errorf("unfollow payload = %s %+v", r.Data, r.Errors)
+	}
+	r = s.do(alice.Token, `mutation($id: ID!) { follow(input: {userId: $id}) {
+	  follower { followingCount } followee { followerCount } } }`, map[string]any{"id": dave.ID})
+	if string(r.Data) != `{"follow":{"follower":{"followingCount":1},"followee":{"followerCount":1}}}` {
+		t.Errorf("follow payload = %s %+v", r.Data, r.Errors)
+	}
 	var got struct {
 		Dave struct {
 			Followers, Following struct{ Nodes []struct{ Name string } }
@@ -512,7 +523,7 @@ func TestInternalErrorsDoNotLeak(t *testing.T) {
 	if _, err := sqlDB.Exec(`DROP INDEX IX_Follows_FolloweeId_CreatedAt_FollowerId; ALTER TABLE Follows RENAME TO FollowsGone`); err != nil {
 		t.Fatal(err)
 	}
-	r := s.do("", `{ user(name: "alice") { followerCount } }`, nil)
+	r := s.do("", `{ user(name: "alice") { followers { nodes { name } } } }`, nil)
 	if r.code() != "INTERNAL_SERVER_ERROR" {
 		t.Fatalf("code = %q, want INTERNAL_SERVER_ERROR (%+v)", r.code(), r.Errors)
 	}

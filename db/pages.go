@@ -78,12 +78,12 @@ type SuggestionQuery struct {
 // end, so every branch has the same text.
 var (
 	followersBranch = `SELECT * FROM (
-  SELECT ? AS k, f.FollowerId, u.Name, f.CreatedAt
+  SELECT ? AS k, f.CreatedAt, ` + userColumns + `
   FROM Follows AS f JOIN Users AS u ON u.Id = f.FollowerId
   WHERE f.FolloweeId = ? AND (f.CreatedAt, f.FollowerId) < (?, ?)
   ORDER BY f.CreatedAt DESC, f.FollowerId DESC LIMIT ?)`
 	followingBranch = `SELECT * FROM (
-  SELECT ? AS k, f.FolloweeId, u.Name, f.CreatedAt
+  SELECT ? AS k, f.CreatedAt, ` + userColumns + `
   FROM Follows AS f JOIN Users AS u ON u.Id = f.FolloweeId
   WHERE f.FollowerId = ? AND (f.CreatedAt, f.FolloweeId) < (?, ?)
   ORDER BY f.CreatedAt DESC, f.FolloweeId DESC LIMIT ?)`
@@ -91,7 +91,7 @@ var (
 	// keep those who follow back: the cost is bounded by the user's own
 	// list, whatever the popularity of the people in it.
 	mutualBranch = `SELECT * FROM (
-  SELECT ? AS k, f.FolloweeId, u.Name, f.CreatedAt
+  SELECT ? AS k, f.CreatedAt, ` + userColumns + `
   FROM Follows AS f JOIN Users AS u ON u.Id = f.FolloweeId
   WHERE f.FollowerId = ? AND (f.CreatedAt, f.FolloweeId) < (?, ?)
     AND EXISTS (SELECT 1 FROM Follows AS b WHERE b.FollowerId = f.FolloweeId AND b.FolloweeId = f.FollowerId)
@@ -100,7 +100,7 @@ var (
 	// cost is the sum of their following lists, never a popular account's
 	// followers.
 	suggestionsBranch = `SELECT * FROM (
-  SELECT ? AS k, s.Id, u.Name, s.Via
+  SELECT ? AS k, s.Via, ` + userColumns + `
   FROM (SELECT f2.FolloweeId AS Id, COUNT(*) AS Via
         FROM Follows AS f1 JOIN Follows AS f2 ON f2.FollowerId = f1.FolloweeId
         WHERE f1.FollowerId = ? AND f2.FolloweeId <> f1.FollowerId
@@ -179,7 +179,7 @@ func (s *Store) Suggestions(ctx context.Context, qs []SuggestionQuery) ([][]Sugg
 		func(rows *sql.Rows) error {
 			var i int
 			var sg Suggestion
-			if err := rows.Scan(&i, &sg.User.ID, &sg.User.Name, &sg.Via); err != nil {
+			if err := rows.Scan(append([]any{&i, &sg.Via}, sg.User.scanDest()...)...); err != nil {
 				return err
 			}
 			out[i] = append(out[i], sg)
@@ -209,7 +209,7 @@ func (s *Store) pages(ctx context.Context, branch string, qs []PageQuery) ([]Pag
 			var i int
 			var e Edge
 			var raw any
-			if err := rows.Scan(&i, &e.User.ID, &e.User.Name, &raw); err != nil {
+			if err := rows.Scan(append([]any{&i, &raw}, e.User.scanDest()...)...); err != nil {
 				return err
 			}
 			at, err := s.d.scanTime(raw)

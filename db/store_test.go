@@ -53,13 +53,16 @@ func TestSampleGraph(t *testing.T) {
 	s, ids := sampleStore(t)
 	ctx := context.Background()
 
-	counts, err := s.CountsByID(ctx, []int64{ids["alice"], ids["dave"], ids["bob"]})
+	users, err := s.UsersByID(ctx, []int64{ids["alice"], ids["dave"], ids["bob"]})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Counts{{Followers: 1, Following: 2}, {Followers: 2, Following: 0}, {Followers: 1, Following: 2}}
-	if !slices.Equal(counts, want) {
-		t.Errorf("counts alice, dave, bob = %v, want %v", counts, want)
+	var counts [][2]int
+	for _, u := range users {
+		counts = append(counts, [2]int{u.FollowerCount, u.FollowingCount})
+	}
+	if want := [][2]int{{1, 2}, {2, 0}, {1, 2}}; !slices.Equal(counts, want) {
+		t.Errorf("follower, following counts of alice, dave, bob = %v, want %v", counts, want)
 	}
 
 	pages, err := s.FollowPages(ctx, Followers, []PageQuery{{User: ids["dave"], First: 20}, {User: ids["alice"], First: 20}})
@@ -356,5 +359,45 @@ func TestListStatementsSeekTheIndex(t *testing.T) {
 		if name != "suggestions" && !strings.Contains(plan[0], "(CreatedAt,Follo") {
 			t.Errorf("%s does not seek by its cursor: %v", name, plan)
 		}
+	}
+}
+
+// Every way of changing follows keeps the counts on Users equal to a
+// recount, and a count written around the triggers is found and repaired.
+func TestCountsStayExact(t *testing.T) {
+	s, ids := sampleStore(t)
+	ctx := context.Background()
+	steps := []struct {
+		name string
+		do   func() error
+	}{
+		{"follow", func() error { _, _, err := s.Follow(ctx, ids["dave"], ids["alice"]); return err }},
+		{"follow again", func() error { _, _, err := s.Follow(ctx, ids["dave"], ids["alice"]); return err }},
+		{"unfollow", func() error { _, err := s.Unfollow(ctx, ids["alice"], ids["bob"]); return err }},
+		{"unfollow again", func() error { _, err := s.Unfollow(ctx, ids["alice"], ids["bob"]); return err }},
+		{"delete a user", func() error { _, err := s.DeleteUser(ctx, ids["carol"]); return err }},
+		{"write around the store", func() error {
+			_, err := s.db.Exec(`INSERT INTO Follows (FollowerId, FolloweeId) VALUES (?, ?)`, ids["alice"], ids["dave"])
+			return err
+		}},
+	}
+	for _, st := range steps {
+		if err := st.do(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if drift, err := s.CheckCounts(ctx, false); err != nil || len(drift) > 0 {
+			t.Fatalf("after %s: drift %+v, %v", st.name, drift, err)
+		}
+	}
+
+	if _, err := s.db.Exec(`UPDATE Users SET FollowerCount = 40 WHERE Id = ?`, ids["dave"]); err != nil {
+		t.Fatal(err)
+	}
+	drift, err := s.CheckCounts(ctx, true)
+	if err != nil || len(drift) != 1 || drift[0].User.Name != "dave" || drift[0].User.FollowerCount != 40 || drift[0].RecountFollowers != 2 {
+		t.Fatalf("drift = %+v, %v; want dave kept 40, recounted 2", drift, err)
+	}
+	if drift, err := s.CheckCounts(ctx, false); err != nil || len(drift) > 0 {
+		t.Errorf("after repair: drift %+v, %v", drift, err)
 	}
 }

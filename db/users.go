@@ -9,15 +9,20 @@ import (
 )
 
 // User is an account in the follower graph. Its Name is a unique handle.
+// The counts are kept on the row by triggers, so reading them never counts
+// follow rows.
 type User struct {
-	ID   int64
-	Name string
+	ID             int64
+	Name           string
+	FollowerCount  int
+	FollowingCount int
 }
 
-// Counts are how many users follow a user and how many it follows.
-type Counts struct {
-	Followers int
-	Following int
+// userColumns are the columns of Users AS u that scanUser reads, in order.
+const userColumns = "u.Id, u.Name, u.FollowerCount, u.FollowingCount"
+
+func (u *User) scanDest() []any {
+	return []any{&u.ID, &u.Name, &u.FollowerCount, &u.FollowingCount}
 }
 
 // idList passes a batch of ids as one JSON array parameter, so that one
@@ -44,7 +49,7 @@ func (s *Store) CreateUser(ctx context.Context, name string) (User, error) {
 // missing user is nil.
 func (s *Store) UsersByID(ctx context.Context, ids []int64) ([]*User, error) {
 	rows, err := s.read().query(ctx,
-		`SELECT Id, Name FROM Users WHERE Id IN (SELECT value FROM json_each(?))`, idList(ids))
+		`SELECT `+userColumns+` FROM Users AS u WHERE u.Id IN (SELECT value FROM json_each(?))`, idList(ids))
 	if err != nil {
 		return nil, fmt.Errorf("load users by id: %w", err)
 	}
@@ -68,7 +73,7 @@ func (s *Store) UsersByID(ctx context.Context, ids []int64) ([]*User, error) {
 func (s *Store) UserByName(ctx context.Context, name string) (User, error) {
 	var u User
 	err := s.read().queryRow(ctx,
-		`SELECT Id, Name FROM Users WHERE Name = ? COLLATE NOCASE`, []any{name}, &u.ID, &u.Name)
+		`SELECT `+userColumns+` FROM Users AS u WHERE u.Name = ? COLLATE NOCASE`, []any{name}, u.scanDest()...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return User{}, ErrNotFound
 	}
@@ -81,7 +86,7 @@ func (s *Store) UserByName(ctx context.Context, name string) (User, error) {
 // ListUsers returns up to limit users with ids above afterID, by id.
 func (s *Store) ListUsers(ctx context.Context, afterID int64, limit int) ([]User, error) {
 	rows, err := s.read().query(ctx,
-		`SELECT Id, Name FROM Users WHERE Id > ? ORDER BY Id LIMIT ?`, afterID, limit)
+		`SELECT `+userColumns+` FROM Users AS u WHERE u.Id > ? ORDER BY u.Id LIMIT ?`, afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
 	}
@@ -99,37 +104,6 @@ func (s *Store) CountUsers(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("count users: %w", err)
 	}
 	return n, nil
-}
-
-// CountsByID returns the follower and following counts of each id, in the
-// order of ids.
-func (s *Store) CountsByID(ctx context.Context, ids []int64) ([]Counts, error) {
-	rows, err := s.read().query(ctx, `
-SELECT k.value,
-       (SELECT COUNT(*) FROM Follows WHERE FolloweeId = k.value),
-       (SELECT COUNT(*) FROM Follows WHERE FollowerId = k.value)
-FROM json_each(?) AS k`, idList(ids))
-	if err != nil {
-		return nil, fmt.Errorf("count follows: %w", err)
-	}
-	defer rows.Close()
-	byID := make(map[int64]Counts, len(ids))
-	for rows.Next() {
-		var id int64
-		var c Counts
-		if err := rows.Scan(&id, &c.Followers, &c.Following); err != nil {
-			return nil, fmt.Errorf("count follows: %w", err)
-		}
-		byID[id] = c
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("count follows: %w", err)
-	}
-	out := make([]Counts, len(ids))
-	for i, id := range ids {
-		out[i] = byID[id]
-	}
-	return out, nil
 }
 
 // DeleteUser removes a user and every follow row it is part of, in either
@@ -169,10 +143,63 @@ func scanUsers(rows *sql.Rows) ([]User, error) {
 	var users []User
 	for rows.Next() {
 		var u User
-		if err := rows.Scan(&u.ID, &u.Name); err != nil {
+		if err := rows.Scan(u.scanDest()...); err != nil {
 			return nil, err
 		}
 		users = append(users, u)
 	}
 	return users, rows.Err()
+}
+
+// Drift is a user whose kept counts differ from a recount of its follows.
+type Drift struct {
+	User                               User // with the counts as kept
+	RecountFollowers, RecountFollowing int
+}
+
+// CheckCounts recounts every user's follows and returns the users whose
+// kept counts differ; with repair, it also sets those counts right, in the
+// same transaction. The triggers keep the counts, so drift means someone
+// wrote around them (a dropped trigger, a bulk load with triggers off).
+func (s *Store) CheckCounts(ctx context.Context, repair bool) ([]Drift, error) {
+	var drift []Drift
+	err := s.inTx(ctx, func(r runner) error {
+		rows, err := r.query(ctx, `
+SELECT * FROM (
+  SELECT `+userColumns+`,
+         (SELECT COUNT(*) FROM Follows WHERE FolloweeId = u.Id) AS Followers,
+         (SELECT COUNT(*) FROM Follows WHERE FollowerId = u.Id) AS Following
+  FROM Users AS u) AS c
+WHERE c.FollowerCount <> c.Followers OR c.FollowingCount <> c.Following
+ORDER BY c.Id`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var d Drift
+			if err := rows.Scan(append(d.User.scanDest(), &d.RecountFollowers, &d.RecountFollowing)...); err != nil {
+				return err
+			}
+			drift = append(drift, d)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows.Close()
+		if !repair {
+			return nil
+		}
+		for _, d := range drift {
+			if _, err := r.exec(ctx, `UPDATE Users SET FollowerCount = ?, FollowingCount = ? WHERE Id = ?`,
+				d.RecountFollowers, d.RecountFollowing, d.User.ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("check follow counts: %w", err)
+	}
+	return drift, nil
 }

@@ -144,8 +144,6 @@ type QueryResolver interface {
 type UserResolver interface {
 	ID(ctx context.Context, obj *db.User) (string, error)
 
-	FollowerCount(ctx context.Context, obj *db.User) (int, error)
-	FollowingCount(ctx context.Context, obj *db.User) (int, error)
 	Followers(ctx context.Context, obj *db.User, first *int, after *string) (*model.FollowConnection, error)
 	Following(ctx context.Context, obj *db.User, first *int, after *string) (*model.FollowConnection, error)
 	MutualFollows(ctx context.Context, obj *db.User, first *int, after *string) (*model.UserConnection, error)
@@ -2224,7 +2222,7 @@ func (ec *executionContext) _User_followerCount(ctx context.Context, field graph
 			return ec.fieldContext_User_followerCount(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.User().FollowerCount(ctx, obj)
+			return obj.FollowerCount, nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
@@ -2235,7 +2233,7 @@ func (ec *executionContext) _User_followerCount(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_User_followerCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("User", field, true, true, "Int")
+	return graphql.NewScalarFieldContext("User", field, false, false, "Int")
 }
 
 func (ec *executionContext) _User_followingCount(ctx context.Context, field graphql.CollectedField, obj *db.User) (ret graphql.Marshaler) {
@@ -2247,7 +2245,7 @@ func (ec *executionContext) _User_followingCount(ctx context.Context, field grap
 			return ec.fieldContext_User_followingCount(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.User().FollowingCount(ctx, obj)
+			return obj.FollowingCount, nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
@@ -2258,7 +2256,7 @@ func (ec *executionContext) _User_followingCount(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_User_followingCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("User", field, true, true, "Int")
+	return graphql.NewScalarFieldContext("User", field, false, false, "Int")
 }
 
 func (ec *executionContext) _User_followers(ctx context.Context, field graphql.CollectedField, obj *db.User) (ret graphql.Marshaler) {
@@ -4406,17 +4404,15 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "followerCount":
-			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
-				true, true,
-				func(ctx context.Context) graphql.Marshaler {
-					return ec._User_followerCount(ctx, field, obj)
-				})
+			out.Values[i] = ec._User_followerCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "followingCount":
-			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
-				true, true,
-				func(ctx context.Context) graphql.Marshaler {
-					return ec._User_followingCount(ctx, field, obj)
-				})
+			out.Values[i] = ec._User_followingCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "followers":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, true,

@@ -12,12 +12,11 @@ import (
 )
 
 // loaders batch the store lookups that one request's resolvers make at
-// about the same time: a list of fifty users asking for their counts and
-// first followers makes one statement for each kind of lookup, not one
+// about the same time: a list of fifty users asking for their first followers
+// and whether the viewer follows them makes one statement for each kind of lookup, not one
 // per user. They live for one request, so nothing is cached across users.
 type loaders struct {
 	users        *dataloadgen.Loader[int64, *db.User]
-	counts       *dataloadgen.Loader[int64, db.Counts]
 	follows      *dataloadgen.Loader[db.Pair, bool]
 	followers    *dataloadgen.Loader[db.PageQuery, db.Page]
 	following    *dataloadgen.Loader[db.PageQuery, db.Page]
@@ -50,7 +49,6 @@ func newLoaders(s *db.Store, wait time.Duration) *loaders {
 	}
 	return &loaders{
 		users:        dataloadgen.NewLoader(batched(s.UsersByID), w),
-		counts:       dataloadgen.NewLoader(batched(s.CountsByID), w),
 		follows:      dataloadgen.NewLoader(batched(s.FollowsExist), w),
 		followers:    dataloadgen.NewLoader(batched(pages(db.Followers)), w, capped),
 		following:    dataloadgen.NewLoader(batched(pages(db.Following)), w, capped),

@@ -61,8 +61,6 @@ func (r *Resolver) prefetchField(ctx context.Context, oc *graphql.OperationConte
 	viewer, viewerErr := auth.Viewer(ctx)
 	for _, id := range ids {
 		switch f.Name {
-		case "followerCount", "followingCount":
-			l.counts.LoadThunk(ctx, id)
 		case "followers", "following":
 			loader, list := l.followers, listFollowers
 			if f.Name == "following" {

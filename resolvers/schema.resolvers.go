@@ -37,11 +37,11 @@ func (r *mutationResolver) Follow(ctx context.Context, input model.FollowInput) 
 	if err != nil {
 		return nil, storeError(ctx, err)
 	}
-	followee, err := r.changedUser(ctx, id)
+	users, err := r.changedUsers(ctx, me.ID, id)
 	if err != nil {
 		return nil, err
 	}
-	return &model.FollowPayload{Follower: me, Followee: followee, FollowedAt: at, AlreadyFollowing: already}, nil
+	return &model.FollowPayload{Follower: users[0], Followee: users[1], FollowedAt: at, AlreadyFollowing: already}, nil
 }
 
 // Unfollow is the resolver for the unfollow field.
@@ -54,11 +54,11 @@ func (r *mutationResolver) Unfollow(ctx context.Context, input model.UnfollowInp
 	if err != nil {
 		return nil, storeError(ctx, err)
 	}
-	followee, err := r.changedUser(ctx, id)
+	users, err := r.changedUsers(ctx, me.ID, id)
 	if err != nil {
 		return nil, err
 	}
-	return &model.UnfollowPayload{Follower: me, Followee: followee, WasFollowing: was}, nil
+	return &model.UnfollowPayload{Follower: users[0], Followee: users[1], WasFollowing: was}, nil
 }
 
 // DeleteUser is the resolver for the deleteUser field.
@@ -138,26 +138,14 @@ func (r *userResolver) ID(ctx context.Context, obj *db.User) (string, error) {
 	return strconv.FormatInt(obj.ID, 10), nil
 }
 
-// FollowerCount is the resolver for the followerCount field.
-func (r *userResolver) FollowerCount(ctx context.Context, obj *db.User) (int, error) {
-	c, err := r.counts(ctx, obj.ID)
-	return c.Followers, err
-}
-
-// FollowingCount is the resolver for the followingCount field.
-func (r *userResolver) FollowingCount(ctx context.Context, obj *db.User) (int, error) {
-	c, err := r.counts(ctx, obj.ID)
-	return c.Following, err
-}
-
 // Followers is the resolver for the followers field.
 func (r *userResolver) Followers(ctx context.Context, obj *db.User, first *int, after *string) (*model.FollowConnection, error) {
-	return r.followPage(ctx, db.Followers, obj.ID, first, after)
+	return r.followPage(ctx, db.Followers, obj, first, after)
 }
 
 // Following is the resolver for the following field.
 func (r *userResolver) Following(ctx context.Context, obj *db.User, first *int, after *string) (*model.FollowConnection, error) {
-	return r.followPage(ctx, db.Following, obj.ID, first, after)
+	return r.followPage(ctx, db.Following, obj, first, after)
 }
 
 // MutualFollows is the resolver for the mutualFollows field.

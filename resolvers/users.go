@@ -20,19 +20,21 @@ func (r *Resolver) userByID(ctx context.Context, id int64) (*db.User, error) {
 	return u, nil
 }
 
-// changedUser loads a user after a mutation wrote, with loaders emptied of
-// what the request had read before the write.
-func (r *Resolver) changedUser(ctx context.Context, id int64) (*db.User, error) {
+// changedUsers loads users after a mutation wrote, in one batch, with
+// loaders emptied of what the request had read before the write (counts
+// among it). Each must exist.
+func (r *Resolver) changedUsers(ctx context.Context, ids ...int64) ([]*db.User, error) {
 	freshLoaders(ctx)
-	return r.userByID(ctx, id)
-}
-
-func (r *Resolver) counts(ctx context.Context, id int64) (db.Counts, error) {
-	c, err := r.loadersFor(ctx).counts.Load(ctx, id)
+	users, err := r.loadersFor(ctx).users.LoadAll(ctx, ids)
 	if err != nil {
-		return c, storeError(ctx, err)
+		return nil, storeError(ctx, err)
 	}
-	return c, nil
+	for _, u := range users {
+		if u == nil {
+			return nil, userError(ctx, CodeNotFound, "no such user")
+		}
+	}
+	return users, nil
 }
 
 // viewerPair tells whether the viewer follows the user (viewerFollows) or
@@ -54,8 +56,8 @@ func (r *Resolver) viewerPair(ctx context.Context, user int64, viewerFollows boo
 	return ok, nil
 }
 
-func (r *Resolver) followPage(ctx context.Context, dir db.Direction, user int64, first *int, after *string) (*model.FollowConnection, error) {
-	q, err := pageArgs(ctx, dir.String(), user, first, after, 20)
+func (r *Resolver) followPage(ctx context.Context, dir db.Direction, user *db.User, first *int, after *string) (*model.FollowConnection, error) {
+	q, err := pageArgs(ctx, dir.String(), user.ID, first, after, 20)
 	if err != nil {
 		return nil, err
 	}
@@ -71,12 +73,11 @@ func (r *Resolver) followPage(ctx context.Context, dir db.Direction, user int64,
 	r.prefetch(ctx, pageIDs(page), connectionNodes...)
 	conn := &model.FollowConnection{
 		PageInfo: pageInfo(dir.String(), q, page),
-		Total: func(ctx context.Context) (int, error) {
-			c, err := r.counts(ctx, user)
+		Total: func(context.Context) (int, error) {
 			if dir == db.Following {
-				return c.Following, err
+				return user.FollowingCount, nil
 			}
-			return c.Followers, err
+			return user.FollowerCount, nil
 		},
 	}
 	for _, e := range page.Edges {
