@@ -2,6 +2,7 @@
 //
 //	follows [flags]                    serve (the default)
 //	follows token -user ID [flags]     print a bearer token for a user
+//	follows import -users U -follows F bulk-load a graph from CSV files
 //
 // Run with -h for the flags; each has an environment fallback.
 package main
@@ -79,8 +80,13 @@ func (c *config) flags(fs *flag.FlagSet, getenv func(string) string) {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	if len(args) > 0 && args[0] == "token" {
-		return runToken(ctx, args[1:], stdout, stderr, getenv)
+	if len(args) > 0 {
+		switch args[0] {
+		case "token":
+			return runToken(ctx, args[1:], stdout, stderr, getenv)
+		case "import":
+			return runImport(ctx, args[1:], stdout, stderr, getenv)
+		}
 	}
 	var c config
 	fs := flag.NewFlagSet("follows", flag.ContinueOnError)

@@ -52,7 +52,21 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		sqlDB.Close()
 		return nil, err
 	}
+	// Prepared now, while no transaction holds a connection: a
+	// transaction uses only statements prepared before it began.
+	for _, text := range s.writeStatements() {
+		if _, err := s.stmt(ctx, text); err != nil {
+			sqlDB.Close()
+			return nil, fmt.Errorf("prepare %.40q: %w", text, err)
+		}
+	}
 	return s, nil
+}
+
+// writeStatements are the statements that write transactions run.
+func (s *Store) writeStatements() []string {
+	return []string{s.d.insertFollow, s.d.insertUser, selectFollowTime, deleteFollow,
+		selectPairUsers, deleteUserFollows, deleteUser}
 }
 
 // Close releases the prepared statements and the connection pool.
@@ -206,6 +220,10 @@ func (s *Store) inTx(ctx context.Context, fn func(r runner) error) error {
 	if err != nil {
 		return s.d.classify(err)
 	}
+	return s.runTx(tx, fn)
+}
+
+func (s *Store) runTx(tx *sql.Tx, fn func(r runner) error) error {
 	if err := fn(runner{s: s, tx: tx}); err != nil {
 		tx.Rollback()
 		return s.d.classify(err)

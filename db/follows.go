@@ -14,6 +14,14 @@ type Pair struct {
 	Follower, Followee int64
 }
 
+// Statements of the write transactions, prepared when the store opens (see
+// writeStatements).
+const (
+	selectFollowTime = `SELECT CreatedAt FROM Follows WHERE FollowerId = ? AND FolloweeId = ?`
+	deleteFollow     = `DELETE FROM Follows WHERE FollowerId = ? AND FolloweeId = ?`
+	selectPairUsers  = `SELECT Id FROM Users WHERE Id IN (?, ?)`
+)
+
 // Follow records that follower follows followee and returns when that
 // began. Following again is not an error: already is true and at is the
 // time of the existing follow, also when two follows of one pair race.
@@ -29,9 +37,7 @@ func (s *Store) Follow(ctx context.Context, follower, followee int64) (at time.T
 		err := r.queryRow(ctx, s.d.insertFollow, []any{follower, followee}, &raw)
 		if errors.Is(err, sql.ErrNoRows) {
 			already = true
-			err = r.queryRow(ctx,
-				`SELECT CreatedAt FROM Follows WHERE FollowerId = ? AND FolloweeId = ?`,
-				[]any{follower, followee}, &raw)
+			err = r.queryRow(ctx, selectFollowTime, []any{follower, followee}, &raw)
 		}
 		if err != nil {
 			return err
@@ -52,8 +58,7 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee int64) (was boo
 		if err := requireUsers(ctx, r, follower, followee); err != nil {
 			return err
 		}
-		res, err := r.exec(ctx,
-			`DELETE FROM Follows WHERE FollowerId = ? AND FolloweeId = ?`, follower, followee)
+		res, err := r.exec(ctx, deleteFollow, follower, followee)
 		if err != nil {
 			return err
 		}
@@ -71,7 +76,7 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee int64) (was boo
 // follow exist, so that the caller learns which one is missing rather than
 // meeting an anonymous foreign key failure.
 func requireUsers(ctx context.Context, r runner, follower, followee int64) error {
-	rows, err := r.query(ctx, `SELECT Id FROM Users WHERE Id IN (?, ?)`, follower, followee)
+	rows, err := r.query(ctx, selectPairUsers, follower, followee)
 	if err != nil {
 		return err
 	}

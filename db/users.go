@@ -25,6 +25,27 @@ func (u *User) scanDest() []any {
 	return []any{&u.ID, &u.Name, &u.FollowerCount, &u.FollowingCount}
 }
 
+// NameRule says in words what ValidName accepts; the schema's description
+// of createUser says the same.
+const NameRule = "1 to 32 letters, digits, '_', '.' or '-'"
+
+// ValidName reports whether name is a well-formed handle: 1 to 32 ASCII
+// letters, digits, '_', '.' or '-'. ASCII only, because handles are unique
+// without regard to case and SQLite folds only ASCII case.
+func ValidName(name string) bool {
+	if len(name) < 1 || len(name) > 32 {
+		return false
+	}
+	for _, c := range name {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '.', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // idList passes a batch of ids as one JSON array parameter, so that one
 // statement text (and one prepared statement) serves every batch size and
 // no batch runs into a driver's parameter limit.
@@ -106,13 +127,18 @@ func (s *Store) CountUsers(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+const (
+	deleteUserFollows = `DELETE FROM Follows WHERE FollowerId = ? OR FolloweeId = ?`
+	deleteUser        = `DELETE FROM Users WHERE Id = ?`
+)
+
 // DeleteUser removes a user and every follow row it is part of, in either
 // direction, in one transaction. It does not rely on ON DELETE CASCADE: only
 // FolloweeId cascades, so the rows where the user is the follower would
 // otherwise block the delete. It returns how many follow rows went.
 func (s *Store) DeleteUser(ctx context.Context, id int64) (deletedFollows int, err error) {
 	err = s.inTx(ctx, func(r runner) error {
-		res, err := r.exec(ctx, `DELETE FROM Follows WHERE FollowerId = ? OR FolloweeId = ?`, id, id)
+		res, err := r.exec(ctx, deleteUserFollows, id, id)
 		if err != nil {
 			return err
 		}
@@ -120,7 +146,7 @@ func (s *Store) DeleteUser(ctx context.Context, id int64) (deletedFollows int, e
 		if err != nil {
 			return err
 		}
-		res, err = r.exec(ctx, `DELETE FROM Users WHERE Id = ?`, id)
+		res, err = r.exec(ctx, deleteUser, id)
 		if err != nil {
 			return err
 		}

@@ -39,22 +39,6 @@ func pageArgs(ctx context.Context, list string, user int64, first *int, after *s
 	return q, nil
 }
 
-// validName is the rule for handles written in the schema: 1 to 32
-// ASCII letters, digits, '_', '.' or '-'.
-func validName(name string) bool {
-	if len(name) < 1 || len(name) > 32 {
-		return false
-	}
-	for _, c := range name {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '.', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s

@@ -16,8 +16,8 @@ import (
 
 // CreateUser is the resolver for the createUser field.
 func (r *mutationResolver) CreateUser(ctx context.Context, input model.CreateUserInput) (*model.CreateUserPayload, error) {
-	if !validName(input.Name) {
-		return nil, badArg(ctx, "input.name", "a name is 1 to 32 letters, digits, '_', '.' or '-'")
+	if !db.ValidName(input.Name) {
+		return nil, badArg(ctx, "input.name", "a name is %s", db.NameRule)
 	}
 	u, err := r.Store.CreateUser(ctx, input.Name)
 	if err != nil {

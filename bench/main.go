@@ -1,0 +1,29 @@
+// Command bench generates skewed follower graphs and measures the server
+// on them.
+//
+//	go run ./bench gen -size large -out DIR    write users.csv and follows.csv
+//	go run ./bench load -size large            import, serve, load, print a table
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: bench gen|load [flags]")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "gen":
+		err = runGen(os.Args[2:], os.Stdout)
+	default:
+		err = fmt.Errorf("unknown command %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,355 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+	"time"
+)
+
+// UserRow and FollowRow are rows read for a bulk import, with the line
+// they came from so that a bad one can be pointed at.
+type (
+	UserRow struct {
+		Line int
+		ID   int64
+		Name string
+	}
+	FollowRow struct {
+		Line               int
+		Follower, Followee int64
+		At                 time.Time
+	}
+)
+
+// RowError is a row an import refused.
+type RowError struct {
+	File   string
+	Line   int
+	Reason string
+}
+
+func (e *RowError) Error() string { return fmt.Sprintf("%s line %d: %s", e.File, e.Line, e.Reason) }
+
+// ImportErrors are the bad rows of a refused import, the first
+// maxImportErrors of them.
+type ImportErrors []*RowError
+
+func (e ImportErrors) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d bad rows, nothing imported:", len(e))
+	for _, r := range e {
+		b.WriteString("\n  " + r.Error())
+	}
+	return b.String()
+}
+
+const maxImportErrors = 20
+
+// ImportStats say what an import loaded.
+type ImportStats struct {
+	Users, Follows int
+}
+
+// importBatch is how many rows one INSERT carries: 3 columns x 300 rows
+// stays under SQLite's and SQL Server's parameter limits.
+const importBatch = 300
+
+// Import bulk-loads users and then follows, in one transaction: either
+// every row goes in or, when any row is bad, none does, and the error
+// lists the bad rows (ImportErrors). Users keep their ids. The follow
+// table's indexes and count triggers are set aside while rows go in and
+// rebuilt once at the end, which is what makes millions of rows a matter
+// of seconds. progress, if not nil, is told the follows loaded so far.
+//
+// The import holds the database's write lock throughout: run it on a
+// database that is not serving writes.
+func (s *Store) Import(ctx context.Context, userFile string, users iter.Seq2[UserRow, error], followFile string, follows iter.Seq2[FollowRow, error], progress func(follows int)) (ImportStats, error) {
+	var st ImportStats
+	var bad ImportErrors
+	reject := func(err error) bool {
+		var re *RowError
+		if !errors.As(err, &re) {
+			return false
+		}
+		bad = append(bad, re)
+		return true
+	}
+	err := s.bulkTx(ctx, func(r runner) error {
+		ids, names, err := existingUsers(ctx, r)
+		if err != nil {
+			return err
+		}
+		ins := newBatchInsert(ctx, r, `INSERT INTO Users (Id, Name) VALUES `, 2)
+		for u, err := range users {
+			if err != nil {
+				if !reject(err) {
+					return err
+				}
+			} else if ids[u.ID] {
+				bad = append(bad, &RowError{userFile, u.Line, fmt.Sprintf("user id %d exists already", u.ID)})
+			} else if names[strings.ToLower(u.Name)] {
+				bad = append(bad, &RowError{userFile, u.Line, fmt.Sprintf("name %q is taken", u.Name)})
+			} else if len(bad) == 0 {
+				if err := ins.add(u.Line, u.ID, u.Name); err != nil {
+					return err
+				}
+				st.Users++
+			}
+			if u.ID > 0 {
+				ids[u.ID] = true
+				names[strings.ToLower(u.Name)] = true
+			}
+			if len(bad) >= maxImportErrors {
+				return bad
+			}
+		}
+		if err := ins.flush(); err != nil {
+			return err
+		}
+
+		restore, err := setAsideFollowIndexes(ctx, r)
+		if err != nil {
+			return err
+		}
+		followers, following := map[int64]int{}, map[int64]int{}
+		ins = newBatchInsert(ctx, r, `INSERT INTO Follows (FollowerId, FolloweeId, CreatedAt) VALUES `, 3)
+		ins.onFlushError = func(err error) error {
+			return findDuplicate(ctx, r, followFile, ins, err)
+		}
+		for f, err := range follows {
+			switch {
+			case err != nil:
+				if !reject(err) {
+					return err
+				}
+			case !ids[f.Follower]:
+				bad = append(bad, &RowError{followFile, f.Line, fmt.Sprintf("follower %d is not a user", f.Follower)})
+			case !ids[f.Followee]:
+				bad = append(bad, &RowError{followFile, f.Line, fmt.Sprintf("followee %d is not a user", f.Followee)})
+			case f.Follower == f.Followee:
+				bad = append(bad, &RowError{followFile, f.Line, "a user cannot follow itself"})
+			case len(bad) == 0:
+				if err := ins.add(f.Line, f.Follower, f.Followee, s.d.timeArg(f.At)); err != nil {
+					return err
+				}
+				followers[f.Followee]++
+				following[f.Follower]++
+				st.Follows++
+				if progress != nil && st.Follows%50000 == 0 {
+					progress(st.Follows)
+				}
+			}
+			if len(bad) >= maxImportErrors {
+				return bad
+			}
+		}
+		if len(bad) > 0 {
+			return bad
+		}
+		if err := ins.flush(); err != nil {
+			return err
+		}
+		if progress != nil {
+			progress(st.Follows)
+		}
+		if err := restore(); err != nil {
+			return err
+		}
+		return addCounts(ctx, r, followers, following)
+	})
+	var ie ImportErrors
+	if errors.As(err, &ie) {
+		return ImportStats{}, ie
+	}
+	if err != nil {
+		return ImportStats{}, fmt.Errorf("import: %w", err)
+	}
+	return st, nil
+}
+
+func existingUsers(ctx context.Context, r runner) (map[int64]bool, map[string]bool, error) {
+	ids, names := map[int64]bool{}, map[string]bool{}
+	rows, err := r.query(ctx, `SELECT Id, Name FROM Users`)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var name string
+		if err := rows.Scan(&id, &name); err != nil {
+			return nil, nil, err
+		}
+		ids[id], names[strings.ToLower(name)] = true, true
+	}
+	return ids, names, rows.Err()
+}
+
+// setAsideFollowIndexes drops the follow table's secondary indexes and
+// triggers, and returns what recreates them from their own saved SQL.
+// Building an index once from all rows is far faster than keeping it
+// through millions of inserts, and the counts are recounted at the end.
+func setAsideFollowIndexes(ctx context.Context, r runner) (restore func() error, err error) {
+	rows, err := r.query(ctx, `SELECT type, name, sql FROM sqlite_schema
+WHERE tbl_name = 'Follows' AND type IN ('index', 'trigger') AND sql IS NOT NULL`)
+	if err != nil {
+		return nil, err
+	}
+	type object struct{ kind, name, sql string }
+	var saved []object
+	for rows.Next() {
+		var o object
+		if err := rows.Scan(&o.kind, &o.name, &o.sql); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		saved = append(saved, o)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, o := range saved {
+		if _, err := r.tx.ExecContext(ctx, fmt.Sprintf(`DROP %s "%s"`, strings.ToUpper(o.kind), strings.ReplaceAll(o.name, `"`, `""`))); err != nil {
+			return nil, err
+		}
+	}
+	return func() error {
+		for _, o := range saved {
+			if _, err := r.tx.ExecContext(ctx, o.sql); err != nil {
+				return fmt.Errorf("recreate %s %s: %w", o.kind, o.name, err)
+			}
+		}
+		return nil
+	}, nil
+}
+
+// bulkTx runs fn in one transaction on a connection of its own, set up
+// for loading many rows (see dialect.bulkSetup), and puts the connection
+// back as it was.
+func (s *Store) bulkTx(ctx context.Context, fn func(r runner) error) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	for _, q := range s.d.bulkSetup {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	defer func() {
+		for _, q := range s.d.bulkReset {
+			conn.ExecContext(context.Background(), q)
+		}
+	}()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return s.d.classify(err)
+	}
+	return s.runTx(tx, fn)
+}
+
+// addCounts adds the follows an import loaded to the kept counts, which
+// the set-aside triggers did not.
+func addCounts(ctx context.Context, r runner, followers, following map[int64]int) error {
+	for id := range following {
+		if _, ok := followers[id]; !ok {
+			followers[id] = 0
+		}
+	}
+	for id, n := range followers {
+		if _, err := r.exec(ctx, `UPDATE Users SET FollowerCount = FollowerCount + ?, FollowingCount = FollowingCount + ? WHERE Id = ?`,
+			n, following[id], id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// findDuplicate runs after a batch of follows failed: it inserts the batch
+// row by row, inside a savepoint it then rolls back, to name the row at
+// fault.
+func findDuplicate(ctx context.Context, r runner, file string, b *batchInsert, batchErr error) error {
+	if !isConstraint(batchErr) {
+		return batchErr
+	}
+	if _, err := r.tx.ExecContext(ctx, `SAVEPOINT find_duplicate`); err != nil {
+		return err
+	}
+	defer r.tx.ExecContext(ctx, `ROLLBACK TO find_duplicate; RELEASE find_duplicate`)
+	for i, line := range b.lines {
+		a := b.args[i*b.cols : (i+1)*b.cols]
+		if _, err := r.tx.ExecContext(ctx, r.s.d.rebind(b.text(1)), a...); err != nil {
+			if isConstraint(err) {
+				return ImportErrors{{file, line, fmt.Sprintf("follow %v -> %v is there already", a[0], a[1])}}
+			}
+			return err
+		}
+	}
+	return batchErr
+}
+
+func isConstraint(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "constraint failed")
+}
+
+// batchInsert gathers rows and inserts them importBatch at a time with one
+// prepared multi-row INSERT.
+type batchInsert struct {
+	ctx          context.Context
+	r            runner
+	prefix       string
+	cols         int
+	args         []any
+	lines        []int // of the pending rows
+	n            int
+	full         *sql.Stmt
+	onFlushError func(error) error
+}
+
+func newBatchInsert(ctx context.Context, r runner, prefix string, cols int) *batchInsert {
+	return &batchInsert{ctx: ctx, r: r, prefix: prefix, cols: cols}
+}
+
+func (b *batchInsert) text(rows int) string {
+	row := "(" + strings.TrimSuffix(strings.Repeat("?,", b.cols), ",") + ")"
+	return b.prefix + strings.TrimSuffix(strings.Repeat(row+",", rows), ",")
+}
+
+func (b *batchInsert) add(line int, vals ...any) error {
+	b.args = append(b.args, vals...)
+	b.lines = append(b.lines, line)
+	b.n++
+	if b.n < importBatch {
+		return nil
+	}
+	return b.flush()
+}
+
+func (b *batchInsert) flush() error {
+	if b.n == 0 {
+		return nil
+	}
+	var err error
+	if b.n == importBatch {
+		if b.full == nil {
+			b.full, err = b.r.tx.PrepareContext(b.ctx, b.r.s.d.rebind(b.text(importBatch)))
+			if err != nil {
+				return err
+			}
+		}
+		_, err = b.full.ExecContext(b.ctx, b.args...)
+	} else {
+		_, err = b.r.tx.ExecContext(b.ctx, b.r.s.d.rebind(b.text(b.n)), b.args...)
+	}
+	if err != nil && b.onFlushError != nil {
+		err = b.onFlushError(err)
+	}
+	b.args, b.lines, b.n = b.args[:0], b.lines[:0], 0
+	return err
+}
