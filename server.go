@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strconv"
@@ -48,6 +49,11 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// defaultBatchWait is how long a loader waits for more keys. Lists gather
+// their keys without waiting (resolvers.prefetch), so this only needs to
+// cover sibling resolvers started together.
+const defaultBatchWait = 250 * time.Microsecond
 
 // config is everything the server can be told, from flags or environment.
 type config struct {
@@ -99,8 +105,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	fs.StringVar(&c.addr, "addr", addr, "address to listen on (env ADDR)")
 	fs.BoolVar(&c.demo, "demo", false, "load the sample graph (alice, bob, carol, dave) into an empty database")
 	fs.BoolVar(&c.checkCounts, "check-counts", false, "recount every user's follows, report and repair counts that drifted, then exit")
-	fs.BoolVar(&c.debug, "debug", false, "add extensions.debug (SQL statement count and time) to every response")
-	fs.DurationVar(&c.batchWait, "batch-wait", time.Millisecond, "how long loaders gather keys before one batched statement runs")
+	fs.BoolVar(&c.debug, "debug", false, "add extensions.debug (SQL statement count and time) to every response, and /debug/pprof; for development only")
+	fs.DurationVar(&c.batchWait, "batch-wait", defaultBatchWait, "how long loaders gather keys before one batched statement runs")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -192,6 +198,12 @@ func newHandler(store *db.Store, tokens *auth.Tokens, c config, log *slog.Logger
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", tokens.Middleware(res.Middleware(gql)))
 	mux.Handle("GET /{$}", playground.Handler("follows", "/graphql"))
+	if c.debug {
+		// Profiles for finding where a request's time goes; -debug is for
+		// development, never for a public server.
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ok\n")
 	})

@@ -41,7 +41,7 @@ func startServer(t *testing.T) *testServer {
 	t.Cleanup(func() { store.Close() })
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil))
-	cfg := config{debug: true, batchWait: time.Millisecond}
+	cfg := config{debug: true, batchWait: defaultBatchWait}
 	h := newHandler(store, auth.NewTokens([]byte("test secret"), time.Hour), cfg, log)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

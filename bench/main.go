@@ -19,6 +19,8 @@ func main() {
 	switch os.Args[1] {
 	case "gen":
 		err = runGen(os.Args[2:], os.Stdout)
+	case "load":
+		err = runLoad(os.Args[2:], os.Stdout)
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}

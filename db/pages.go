@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -74,28 +75,28 @@ type SuggestionQuery struct {
 // the cost does not grow with the size of a popular user's list. Each
 // branch's first column is the position of its query in the batch.
 //
-// A cursor is always compared, the start of a list being a cursor past its
-// end, so every branch has the same text.
+// A branch compares a cursor only for pages after the first; see
+// pageBranch for how its LIMIT is written.
 var (
 	followersBranch = `SELECT * FROM (
   SELECT ? AS k, f.CreatedAt, ` + userColumns + `
   FROM Follows AS f JOIN Users AS u ON u.Id = f.FollowerId
-  WHERE f.FolloweeId = ? AND (f.CreatedAt, f.FollowerId) < (?, ?)
-  ORDER BY f.CreatedAt DESC, f.FollowerId DESC LIMIT ?)`
+  WHERE f.FolloweeId = ? /*after*/AND (f.CreatedAt, f.FollowerId) < (?, ?)/*end*/
+  ORDER BY f.CreatedAt DESC, f.FollowerId DESC LIMIT /*limit*/)`
 	followingBranch = `SELECT * FROM (
   SELECT ? AS k, f.CreatedAt, ` + userColumns + `
   FROM Follows AS f JOIN Users AS u ON u.Id = f.FolloweeId
-  WHERE f.FollowerId = ? AND (f.CreatedAt, f.FolloweeId) < (?, ?)
-  ORDER BY f.CreatedAt DESC, f.FolloweeId DESC LIMIT ?)`
+  WHERE f.FollowerId = ? /*after*/AND (f.CreatedAt, f.FolloweeId) < (?, ?)/*end*/
+  ORDER BY f.CreatedAt DESC, f.FolloweeId DESC LIMIT /*limit*/)`
 	// Mutual follows walk the user's own following list, newest first, and
 	// keep those who follow back: the cost is bounded by the user's own
 	// list, whatever the popularity of the people in it.
 	mutualBranch = `SELECT * FROM (
   SELECT ? AS k, f.CreatedAt, ` + userColumns + `
   FROM Follows AS f JOIN Users AS u ON u.Id = f.FolloweeId
-  WHERE f.FollowerId = ? AND (f.CreatedAt, f.FolloweeId) < (?, ?)
+  WHERE f.FollowerId = ? /*after*/AND (f.CreatedAt, f.FolloweeId) < (?, ?)/*end*/
     AND EXISTS (SELECT 1 FROM Follows AS b WHERE b.FollowerId = f.FolloweeId AND b.FolloweeId = f.FollowerId)
-  ORDER BY f.CreatedAt DESC, f.FolloweeId DESC LIMIT ?)`
+  ORDER BY f.CreatedAt DESC, f.FolloweeId DESC LIMIT /*limit*/)`
 	// Suggestions are the people followed by those the user follows: the
 	// cost is the sum of their following lists, never a popular account's
 	// followers.
@@ -110,8 +111,24 @@ var (
   ORDER BY s.Via DESC, u.Name ASC, s.Id ASC LIMIT ?)`
 )
 
-// endOfList is a cursor past every real entry: the first page starts here.
-var endOfList = Cursor{At: time.Date(9999, 12, 31, 23, 59, 59, 999999900, time.UTC), ID: math.MaxInt64}
+// limitBuckets are the LIMITs written into pages after the first: the
+// smallest that holds first+1 rows, the extra rows dropped in Go.
+var limitBuckets = []int{11, 21, 51, 101}
+
+// pageBranch makes a list branch's text. A first page compares no cursor
+// and binds its LIMIT. A later page compares the cursor and has its LIMIT
+// written in as one of limitBuckets (our constant, never a client's value):
+// SQLite re-prepares, on every run, a statement whose bound LIMIT meets a
+// bound range on an index, which for fifty branches tripled its cost
+// (measured: 2.9 ms against 0.9 ms).
+func pageBranch(tmpl string, after bool, limit int) string {
+	head, rest, _ := strings.Cut(tmpl, "/*after*/")
+	cond, tail, _ := strings.Cut(rest, "/*end*/")
+	if !after {
+		return head + strings.Replace(tail, "/*limit*/", "?", 1)
+	}
+	return head + cond + strings.Replace(tail, "/*limit*/", strconv.Itoa(limit), 1)
+}
 
 // FollowPages returns, for each query, a page of the user's followers or
 // following, newest follow first.
@@ -191,20 +208,40 @@ func (s *Store) Suggestions(ctx context.Context, qs []SuggestionQuery) ([][]Sugg
 	return out, nil
 }
 
-func (s *Store) pages(ctx context.Context, branch string, qs []PageQuery) ([]Page, error) {
+func (s *Store) pages(ctx context.Context, tmpl string, qs []PageQuery) ([]Page, error) {
 	out := make([]Page, len(qs))
-	end := s.d.timeArg(endOfList.At)
-	err := s.batch(ctx, branch, len(qs),
-		func(i int) []any {
-			q := qs[i]
-			at, id := end, int64(endOfList.ID)
-			if !q.After.IsZero() {
-				at, id = s.d.timeArg(q.After.At), q.After.ID
+	// A batch is all first pages, or else every branch compares a cursor,
+	// a first page's being one past the end of its list.
+	after, limit := false, 0
+	for _, q := range qs {
+		after = after || !q.After.IsZero()
+		limit = max(limit, q.First+1)
+	}
+	end := Cursor{At: time.Date(9999, 12, 31, 23, 59, 59, 999999900, time.UTC), ID: math.MaxInt64}
+	args := func(i int) []any {
+		// One more row than asked tells whether another page follows.
+		q := qs[i]
+		return []any{i, q.User, q.First + 1}
+	}
+	pad := []any{-1, 0, 0}
+	if after {
+		for _, b := range limitBuckets {
+			if b >= limit {
+				limit = b
+				break
 			}
-			// One more than asked tells whether another page follows.
-			return []any{i, q.User, at, id, q.First + 1}
-		},
-		[]any{-1, 0, end, 0, 0},
+		}
+		args = func(i int) []any {
+			q := qs[i]
+			c := q.After
+			if c.IsZero() {
+				c = end
+			}
+			return []any{i, q.User, s.d.timeArg(c.At), c.ID}
+		}
+		pad = []any{-1, 0, s.d.timeArg(end.At), 0}
+	}
+	err := s.batch(ctx, pageBranch(tmpl, after, limit), len(qs), args, pad,
 		func(rows *sql.Rows) error {
 			var i int
 			var e Edge
@@ -220,7 +257,7 @@ func (s *Store) pages(ctx context.Context, branch string, qs []PageQuery) ([]Pag
 			p := &out[i]
 			if len(p.Edges) == qs[i].First {
 				p.HasNext = true
-				return nil
+				return nil // and rows past first+1, from a LIMIT bucket
 			}
 			p.Edges = append(p.Edges, e)
 			return nil

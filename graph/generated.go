@@ -1382,7 +1382,7 @@ func (ec *executionContext) _FollowEdge_cursor(ctx context.Context, field graphq
 			return ec.fieldContext_FollowEdge_cursor(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Cursor, nil
+			return obj.Cursor(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
@@ -1393,7 +1393,7 @@ func (ec *executionContext) _FollowEdge_cursor(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_FollowEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("FollowEdge", field, false, false, "String")
+	return graphql.NewScalarFieldContext("FollowEdge", field, true, false, "String")
 }
 
 func (ec *executionContext) _FollowEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.FollowEdge) (ret graphql.Marshaler) {
@@ -2609,7 +2609,7 @@ func (ec *executionContext) _UserEdge_cursor(ctx context.Context, field graphql.
 			return ec.fieldContext_UserEdge_cursor(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Cursor, nil
+			return obj.Cursor(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
@@ -2620,7 +2620,7 @@ func (ec *executionContext) _UserEdge_cursor(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_UserEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("UserEdge", field, false, false, "String")
+	return graphql.NewScalarFieldContext("UserEdge", field, true, false, "String")
 }
 
 func (ec *executionContext) _UserEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.UserEdge) (ret graphql.Marshaler) {

@@ -6,6 +6,7 @@ import (
 
 	"follows/auth"
 	"follows/db"
+	"follows/graph/model"
 )
 
 // maxFirst bounds every page: no client can ask for a whole popular list.
@@ -30,7 +31,7 @@ func pageArgs(ctx context.Context, list string, user int64, first *int, after *s
 		return q, badArg(ctx, "first", "must be between 0 and %d, not %d", maxFirst, q.First)
 	}
 	if after != nil {
-		c, err := decodeCursor(list, *after)
+		c, err := model.DecodeCursor(list, *after)
 		if err != nil {
 			return q, badArg(ctx, "after", "not a cursor of this %s list", list)
 		}

@@ -65,6 +65,9 @@ type requestLoaders struct {
 	mu   sync.Mutex
 	cur  *loaders
 	make func() *loaders
+	// plans caches prefetch plans by list field (*ast.Field); they depend
+	// on the query only, so they outlive a mutation's reset.
+	plans sync.Map
 }
 
 func (rl *requestLoaders) get() *loaders {

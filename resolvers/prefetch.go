@@ -6,6 +6,7 @@ import (
 
 	"follows/auth"
 	"follows/db"
+	"follows/graph/model"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -23,16 +24,95 @@ func (r *Resolver) prefetch(ctx context.Context, ids []int64, paths ...[]string)
 	if fc == nil || fc.Field.Field == nil || len(ids) == 0 {
 		return
 	}
-	oc := graphql.GetOperationContext(ctx)
-	// A malformed argument is for the field's own resolver to report.
-	defer func() { recover() }()
-	for _, path := range paths {
-		for _, sel := range selectionsAt(oc, fc.Field.Selections, path) {
-			for _, f := range graphql.CollectFields(oc, sel, []string{"User"}) {
-				r.prefetchField(ctx, oc, f, ids)
+	steps := r.prefetchPlan(ctx, fc.Field, paths)
+	if len(steps) == 0 {
+		return
+	}
+	l := r.loadersFor(ctx)
+	viewer, viewerErr := auth.Viewer(ctx)
+	for _, st := range steps {
+		for _, id := range ids {
+			q := st.page
+			q.User = id
+			switch st.field {
+			case "followers":
+				l.followers.LoadThunk(ctx, q)
+			case "following":
+				l.following.LoadThunk(ctx, q)
+			case "mutualFollows":
+				l.mutual.LoadThunk(ctx, q)
+			case "suggestions":
+				l.suggestions.LoadThunk(ctx, db.SuggestionQuery{User: id, First: q.First})
+			case "viewerFollows":
+				if viewerErr == nil {
+					l.follows.LoadThunk(ctx, db.Pair{Follower: viewer, Followee: id})
+				}
+			case "followsViewer":
+				if viewerErr == nil {
+					l.follows.LoadThunk(ctx, db.Pair{Follower: id, Followee: viewer})
+				}
 			}
 		}
 	}
+}
+
+// prefetchStep is one lookup to start for every user of a list: a field of
+// User and, for lists, the page its arguments ask for.
+type prefetchStep struct {
+	field string
+	page  db.PageQuery
+}
+
+// prefetchPlan works out, once per request and list field (every parent's
+// followers(first: 10) shares one), which lookups the users under the
+// field will make.
+func (r *Resolver) prefetchPlan(ctx context.Context, field graphql.CollectedField, paths [][]string) []prefetchStep {
+	rl, cached := ctx.Value(loadersKey{}).(*requestLoaders)
+	if cached {
+		if steps, ok := rl.plans.Load(field.Field); ok {
+			return steps.([]prefetchStep)
+		}
+	}
+	oc := graphql.GetOperationContext(ctx)
+	var steps []prefetchStep
+	func() {
+		// A malformed argument is for the field's own resolver to report.
+		defer func() { recover() }()
+		for _, path := range paths {
+			for _, sel := range selectionsAt(oc, field.Selections, path) {
+				for _, f := range graphql.CollectFields(oc, sel, []string{"User"}) {
+					if st, ok := planField(ctx, oc, f); ok {
+						steps = append(steps, st)
+					}
+				}
+			}
+		}
+	}()
+	if cached {
+		rl.plans.Store(field.Field, steps)
+	}
+	return steps
+}
+
+func planField(ctx context.Context, oc *graphql.OperationContext, f graphql.CollectedField) (prefetchStep, bool) {
+	page := func(list string, def int) (prefetchStep, bool) {
+		args := f.ArgumentMap(oc.Variables)
+		q, err := pageArgs(ctx, list, 0, intArg(args["first"]), strArg(args["after"]), def)
+		return prefetchStep{field: f.Name, page: q}, err == nil
+	}
+	switch f.Name {
+	case "followers":
+		return page(model.ListFollowers, 20)
+	case "following":
+		return page(model.ListFollowing, 20)
+	case "mutualFollows":
+		return page(model.ListMutual, 20)
+	case "suggestions":
+		return page("suggestions", 10)
+	case "viewerFollows", "followsViewer":
+		return prefetchStep{field: f.Name}, true
+	}
+	return prefetchStep{}, false
 }
 
 // selectionsAt follows field names down a selection set, through every
@@ -48,47 +128,6 @@ func selectionsAt(oc *graphql.OperationContext, sel ast.SelectionSet, path []str
 		}
 	}
 	return out
-}
-
-func (r *Resolver) prefetchField(ctx context.Context, oc *graphql.OperationContext, f graphql.CollectedField, ids []int64) {
-	l := r.loadersFor(ctx)
-	args := f.ArgumentMap(oc.Variables)
-	page := func(list string, def int) (db.PageQuery, bool) {
-		first, after := intArg(args["first"]), strArg(args["after"])
-		q, err := pageArgs(ctx, list, 0, first, after, def)
-		return q, err == nil
-	}
-	viewer, viewerErr := auth.Viewer(ctx)
-	for _, id := range ids {
-		switch f.Name {
-		case "followers", "following":
-			loader, list := l.followers, listFollowers
-			if f.Name == "following" {
-				loader, list = l.following, listFollowing
-			}
-			if q, ok := page(list, 20); ok {
-				q.User = id
-				loader.LoadThunk(ctx, q)
-			}
-		case "mutualFollows":
-			if q, ok := page(listMutual, 20); ok {
-				q.User = id
-				l.mutual.LoadThunk(ctx, q)
-			}
-		case "suggestions":
-			if q, ok := page("suggestions", 10); ok {
-				l.suggestions.LoadThunk(ctx, db.SuggestionQuery{User: id, First: q.First})
-			}
-		case "viewerFollows":
-			if viewerErr == nil {
-				l.follows.LoadThunk(ctx, db.Pair{Follower: viewer, Followee: id})
-			}
-		case "followsViewer":
-			if viewerErr == nil {
-				l.follows.LoadThunk(ctx, db.Pair{Follower: id, Followee: viewer})
-			}
-		}
-	}
 }
 
 func intArg(v any) *int {

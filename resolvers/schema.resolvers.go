@@ -88,11 +88,15 @@ func (r *queryResolver) User(ctx context.Context, id *string, name *string) (*db
 		if err != nil {
 			return nil, err
 		}
-		u, err := r.loadersFor(ctx).users.Load(ctx, uid)
+		// Straight to the store: a root field has no siblings to wait for.
+		found, err := r.Store.UsersByID(ctx, []int64{uid})
 		if err != nil {
 			return nil, storeError(ctx, err)
 		}
-		return u, nil
+		if found[0] != nil {
+			r.loadersFor(ctx).users.Prime(uid, found[0])
+		}
+		return found[0], nil
 	}
 	u, err := r.Store.UserByName(ctx, *name)
 	if errors.Is(err, db.ErrNotFound) {
@@ -106,7 +110,7 @@ func (r *queryResolver) User(ctx context.Context, id *string, name *string) (*db
 
 // Users is the resolver for the users field.
 func (r *queryResolver) Users(ctx context.Context, first *int, after *string) (*model.UserConnection, error) {
-	q, err := pageArgs(ctx, listUsers, 0, first, after, 20)
+	q, err := pageArgs(ctx, model.ListUsers, 0, first, after, 20)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +123,7 @@ func (r *queryResolver) Users(ctx context.Context, first *int, after *string) (*
 		page.Edges = append(page.Edges, db.Edge{User: u})
 	}
 	r.prefetch(ctx, pageIDs(page), connectionNodes...)
-	return userConnection(listUsers, q, page, func(ctx context.Context) (int, error) {
+	return userConnection(model.ListUsers, q, page, func(ctx context.Context) (int, error) {
 		n, err := r.Store.CountUsers(ctx)
 		if err != nil {
 			return 0, storeError(ctx, err)
@@ -150,7 +154,7 @@ func (r *userResolver) Following(ctx context.Context, obj *db.User, first *int, 
 
 // MutualFollows is the resolver for the mutualFollows field.
 func (r *userResolver) MutualFollows(ctx context.Context, obj *db.User, first *int, after *string) (*model.UserConnection, error) {
-	q, err := pageArgs(ctx, listMutual, obj.ID, first, after, 20)
+	q, err := pageArgs(ctx, model.ListMutual, obj.ID, first, after, 20)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +163,7 @@ func (r *userResolver) MutualFollows(ctx context.Context, obj *db.User, first *i
 		return nil, storeError(ctx, err)
 	}
 	r.prefetch(ctx, pageIDs(page), connectionNodes...)
-	return userConnection(listMutual, q, page, func(ctx context.Context) (int, error) {
+	return userConnection(model.ListMutual, q, page, func(ctx context.Context) (int, error) {
 		n, err := r.loadersFor(ctx).mutualCounts.Load(ctx, obj.ID)
 		if err != nil {
 			return 0, storeError(ctx, err)

@@ -82,7 +82,7 @@ func (r *Resolver) followPage(ctx context.Context, dir db.Direction, user *db.Us
 	}
 	for _, e := range page.Edges {
 		conn.Edges = append(conn.Edges, &model.FollowEdge{
-			Cursor:     encodeCursor(dir.String(), db.Cursor{At: e.At, ID: e.User.ID}),
+			List:       dir.String(),
 			Node:       &e.User,
 			FollowedAt: e.At,
 		})
@@ -94,8 +94,9 @@ func userConnection(list string, q db.PageQuery, page db.Page, total func(contex
 	conn := &model.UserConnection{PageInfo: pageInfo(list, q, page), Total: total}
 	for _, e := range page.Edges {
 		conn.Edges = append(conn.Edges, &model.UserEdge{
-			Cursor: encodeCursor(list, db.Cursor{At: e.At, ID: e.User.ID}),
-			Node:   &e.User,
+			List: list,
+			Node: &e.User,
+			At:   e.At,
 		})
 	}
 	return conn
@@ -104,8 +105,8 @@ func userConnection(list string, q db.PageQuery, page db.Page, total func(contex
 func pageInfo(list string, q db.PageQuery, page db.Page) *model.PageInfo {
 	pi := &model.PageInfo{HasNextPage: page.HasNext, HasPreviousPage: !q.After.IsZero()}
 	if n := len(page.Edges); n > 0 {
-		first := encodeCursor(list, db.Cursor{At: page.Edges[0].At, ID: page.Edges[0].User.ID})
-		last := encodeCursor(list, db.Cursor{At: page.Edges[n-1].At, ID: page.Edges[n-1].User.ID})
+		first := model.EncodeCursor(list, db.Cursor{At: page.Edges[0].At, ID: page.Edges[0].User.ID})
+		last := model.EncodeCursor(list, db.Cursor{At: page.Edges[n-1].At, ID: page.Edges[n-1].User.ID})
 		pi.StartCursor, pi.EndCursor = &first, &last
 	}
 	return pi

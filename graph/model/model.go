@@ -61,9 +61,26 @@ func (c *FollowConnection) TotalCount(ctx context.Context) (int, error) { return
 
 // FollowEdge is one follow in a page.
 type FollowEdge struct {
-	Cursor     string
+	List       string // whose cursor this is: ListFollowers or ListFollowing
 	Node       *db.User
 	FollowedAt time.Time
+}
+
+// Cursor is the edge's position, made only when a client asks for it.
+func (e *FollowEdge) Cursor() string {
+	return EncodeCursor(e.List, db.Cursor{At: e.FollowedAt, ID: e.Node.ID})
+}
+
+// UserEdge is one user in a page of users.
+type UserEdge struct {
+	List string
+	Node *db.User
+	At   time.Time // the follow that orders a list of users, if one does
+}
+
+// Cursor is the edge's position, made only when a client asks for it.
+func (e *UserEdge) Cursor() string {
+	return EncodeCursor(e.List, db.Cursor{At: e.At, ID: e.Node.ID})
 }
 
 // UserConnection is a page of users.

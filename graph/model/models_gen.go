@@ -69,8 +69,3 @@ type UnfollowPayload struct {
 	Followee     *db.User `json:"followee"`
 	WasFollowing bool     `json:"wasFollowing"`
 }
-
-type UserEdge struct {
-	Cursor string   `json:"cursor"`
-	Node   *db.User `json:"node"`
-}

@@ -1,4 +1,4 @@
-package resolvers
+package model
 
 import (
 	"encoding/base64"
@@ -14,42 +14,47 @@ import (
 // its list lets a cursor from one list be refused by another rather than
 // silently paging from a wrong place.
 const (
-	listFollowers = "followers"
-	listFollowing = "following"
-	listMutual    = "mutual"
-	listUsers     = "users"
+	ListFollowers = "followers"
+	ListFollowing = "following"
+	ListMutual    = "mutual"
+	ListUsers     = "users"
 )
 
-var errBadCursor = errors.New("not a cursor of this list")
+// ErrBadCursor is what DecodeCursor returns for anything but a cursor of
+// its list.
+var ErrBadCursor = errors.New("not a cursor of this list")
 
-func encodeCursor(list string, c db.Cursor) string {
+// EncodeCursor makes the opaque cursor of a position in a list.
+func EncodeCursor(list string, c db.Cursor) string {
 	s := list + "|" + strconv.FormatInt(c.At.Unix(), 10) + "." + strconv.Itoa(c.At.Nanosecond()) +
 		"|" + strconv.FormatInt(c.ID, 10)
 	return base64.RawURLEncoding.EncodeToString([]byte(s))
 }
 
-func decodeCursor(list, s string) (db.Cursor, error) {
+// DecodeCursor reads a cursor of the list, refusing one of another list
+// and anything that is not a cursor.
+func DecodeCursor(list, s string) (db.Cursor, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
-		return db.Cursor{}, errBadCursor
+		return db.Cursor{}, ErrBadCursor
 	}
 	parts := strings.Split(string(raw), "|")
 	if len(parts) != 3 || parts[0] != list {
-		return db.Cursor{}, errBadCursor
+		return db.Cursor{}, ErrBadCursor
 	}
 	secs, nanos, ok := strings.Cut(parts[1], ".")
 	if !ok {
-		return db.Cursor{}, errBadCursor
+		return db.Cursor{}, ErrBadCursor
 	}
 	sec, err1 := strconv.ParseInt(secs, 10, 64)
 	nsec, err2 := strconv.ParseInt(nanos, 10, 64)
 	id, err3 := strconv.ParseInt(parts[2], 10, 64)
 	if err1 != nil || err2 != nil || err3 != nil || nsec < 0 || nsec > 999_999_999 || id <= 0 {
-		return db.Cursor{}, errBadCursor
+		return db.Cursor{}, ErrBadCursor
 	}
 	at := time.Unix(sec, nsec).UTC()
 	if at.Year() < 1 || at.Year() > 9999 {
-		return db.Cursor{}, errBadCursor
+		return db.Cursor{}, ErrBadCursor
 	}
 	return db.Cursor{At: at, ID: id}, nil
 }

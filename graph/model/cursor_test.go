@@ -1,4 +1,4 @@
-package resolvers
+package model
 
 import (
 	"encoding/base64"
@@ -14,7 +14,7 @@ func TestCursorRoundTrip(t *testing.T) {
 		{At: time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC), ID: 1},
 		{At: time.Date(1901, 1, 1, 0, 0, 0, 100, time.UTC), ID: 1 << 40},
 	} {
-		got, err := decodeCursor(listFollowers, encodeCursor(listFollowers, c))
+		got, err := DecodeCursor(ListFollowers, EncodeCursor(ListFollowers, c))
 		if err != nil || !got.At.Equal(c.At) || got.ID != c.ID {
 			t.Errorf("round trip of %+v gave %+v, %v", c, got, err)
 		}
@@ -24,7 +24,7 @@ func TestCursorRoundTrip(t *testing.T) {
 func TestCursorRefused(t *testing.T) {
 	enc := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
 	for name, s := range map[string]string{
-		"other list":    encodeCursor(listFollowing, db.Cursor{At: time.Unix(5, 0), ID: 3}),
+		"other list":    EncodeCursor(ListFollowing, db.Cursor{At: time.Unix(5, 0), ID: 3}),
 		"not base64":    "!!!",
 		"empty":         "",
 		"two parts":     enc("followers|5.0"),
@@ -34,7 +34,7 @@ func TestCursorRefused(t *testing.T) {
 		"nanos too big": enc("followers|5.1000000000|3"),
 		"year 10000":    enc("followers|253402300800.0|3"),
 	} {
-		if _, err := decodeCursor(listFollowers, s); err == nil {
+		if _, err := DecodeCursor(ListFollowers, s); err == nil {
 			t.Errorf("%s: cursor %q accepted", name, s)
 		}
 	}

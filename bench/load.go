@@ -1,0 +1,399 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"follows/auth"
+
+	_ "modernc.org/sqlite"
+)
+
+const benchSecret = "bench secret"
+
+// runLoad imports a generated graph into a fresh database, starts the
+// server binary on it, drives the benchmark queries at each concurrency
+// over loopback and prints a Markdown table.
+func runLoad(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("bench load", flag.ContinueOnError)
+	size := fs.String("size", "large", "graph size: small or large")
+	dir := fs.String("dir", "", "working folder for the graph and database (default: a temporary one)")
+	duration := fs.Duration("duration", 5*time.Second, "how long each query runs at each concurrency")
+	concs := fs.String("c", "8,32", "concurrency levels")
+	only := fs.String("only", "", "comma-separated query names to run (default all)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *dir == "" {
+		d, err := os.MkdirTemp("", "follows-bench")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		*dir = d
+	}
+
+	bin := filepath.Join(*dir, "follows")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		return fmt.Errorf("build server: %v\n%s", err, out)
+	}
+	n := graphSizes[*size]
+	if n == 0 {
+		return fmt.Errorf("unknown -size %q", *size)
+	}
+	gst, err := generate(n, 1, *dir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "graph: %d users, %d follows, most followed has %d followers\n\n", n, gst.follows, gst.topFollowers)
+
+	dbPath := filepath.Join(*dir, "bench.db")
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		os.Remove(dbPath + suffix)
+	}
+	start := time.Now()
+	imp := exec.Command(bin, "import", "-db", dbPath, "-users", filepath.Join(*dir, "users.csv"), "-follows", filepath.Join(*dir, "follows.csv"))
+	out, err := imp.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("import: %v\n%s", err, out)
+	}
+	fmt.Fprintf(stdout, "import: %s (%.1fs wall)\n\n", lastLine(out), time.Since(start).Seconds())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv, url, err := startServer(ctx, bin, dbPath)
+	if err != nil {
+		return err
+	}
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+
+	w, err := prepareWorkload(url, dbPath)
+	if err != nil {
+		return err
+	}
+	levels := []int{}
+	for _, c := range strings.Split(*concs, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(c))
+		if err != nil {
+			return fmt.Errorf("bad -c: %w", err)
+		}
+		levels = append(levels, v)
+	}
+	fmt.Fprintf(stdout, "| query | conc | req/s | p50 ms | p99 ms | errors | SQL/req | server RSS MB |\n")
+	fmt.Fprintf(stdout, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, q := range w.queries {
+		if *only != "" && !slices.Contains(strings.Split(*only, ","), q.name) {
+			continue
+		}
+		for _, c := range levels {
+			r := drive(url, q, c, *duration, srv.Process.Pid)
+			fmt.Fprintf(stdout, "| %s | %d | %.0f | %.2f | %.2f | %d | %.1f | %.0f |\n",
+				q.name, c, r.rps, r.p50, r.p99, r.errors, r.sqlPerReq, r.rssMB)
+		}
+	}
+	return nil
+}
+
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
+}
+
+func startServer(ctx context.Context, bin, dbPath string) (*exec.Cmd, string, error) {
+	cmd := exec.CommandContext(ctx, bin, "-db", dbPath, "-addr", "127.0.0.1:0", "-debug", "-secret", benchSecret)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, "", err
+	}
+	urlc := make(chan string, 1)
+	go func() {
+		re := regexp.MustCompile(`url=(http://\S+)/graphql`)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				urlc <- m[1]
+			}
+		}
+	}()
+	select {
+	case u := <-urlc:
+		return cmd, u, nil
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		return nil, "", errors.New("server did not start")
+	}
+}
+
+// query is one benchmark request shape; vars makes each request's
+// variables and token, given a client number and a random source.
+type query struct {
+	name, text string
+	vars       func(client int, rng *rand.Rand) (map[string]any, string)
+}
+
+type workload struct {
+	queries []query
+}
+
+func prepareWorkload(url, dbPath string) (*workload, error) {
+	raw, err := sql.Open("sqlite", dbPath+"?mode=ro")
+	if err != nil {
+		return nil, err
+	}
+	defer raw.Close()
+	var top int64
+	var topFollowers int
+	if err := raw.QueryRow(`SELECT Id, FollowerCount FROM Users ORDER BY FollowerCount DESC LIMIT 1`).Scan(&top, &topFollowers); err != nil {
+		return nil, err
+	}
+	// Typical users: following about the median, followed by few.
+	var typical []int64
+	rows, err := raw.Query(`SELECT Id FROM Users WHERE FollowingCount BETWEEN 15 AND 25 AND FollowerCount BETWEEN 5 AND 50 ORDER BY Id LIMIT 200`)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var id int64
+		rows.Scan(&id)
+		typical = append(typical, id)
+	}
+	rows.Close()
+	if len(typical) == 0 {
+		return nil, errors.New("no typical users found")
+	}
+	var maxID int64
+	raw.QueryRow(`SELECT MAX(Id) FROM Users`).Scan(&maxID)
+
+	// 25,000 deep on the large graph; most of the way down on a small one.
+	deep, err := cursorAt(url, top, min(25_000, topFollowers*8/10/100*100))
+	if err != nil {
+		return nil, err
+	}
+	usersCursors, err := usersPages(url, 20)
+	if err != nil {
+		return nil, err
+	}
+	tokens := auth.NewTokens([]byte(benchSecret), time.Hour)
+	pick := func(rng *rand.Rand) int64 { return typical[rng.IntN(len(typical))] }
+	idVars := func(id int64) map[string]any { return map[string]any{"id": strconv.FormatInt(id, 10)} }
+
+	const profile = `query($id: ID) { user(id: $id) { name followerCount followingCount followers(first: 20) { nodes { name } } } }`
+	const followersAfter = `query($id: ID, $after: String) { user(id: $id) { followers(first: 20, after: $after) { nodes { name } pageInfo { endCursor } } } }`
+	w := &workload{queries: []query{
+		{"Q1 profile (typical)", profile, func(_ int, rng *rand.Rand) (map[string]any, string) { return idVars(pick(rng)), "" }},
+		{"Q1 profile (most followed)", profile, func(int, *rand.Rand) (map[string]any, string) { return idVars(top), "" }},
+		{"Q2 fanout users(50)", `query($after: String) { users(first: 50, after: $after) { nodes { name followerCount followers(first: 10) { nodes { name } } } } }`,
+			func(_ int, rng *rand.Rand) (map[string]any, string) {
+				return map[string]any{"after": usersCursors[rng.IntN(len(usersCursors))]}, ""
+			}},
+		{"Q3 first page (most followed)", followersAfter, func(int, *rand.Rand) (map[string]any, string) {
+			return map[string]any{"id": strconv.FormatInt(top, 10), "after": nil}, ""
+		}},
+		{"Q3 page 25,000 deep (most followed)", followersAfter, func(int, *rand.Rand) (map[string]any, string) {
+			return map[string]any{"id": strconv.FormatInt(top, 10), "after": deep}, ""
+		}},
+		{"Q4 suggestions (typical)", `query($id: ID) { user(id: $id) { suggestions(first: 10) { user { name } via } } }`,
+			func(_ int, rng *rand.Rand) (map[string]any, string) { return idVars(pick(rng)), "" }},
+		{"Q5 mutualFollows(20) (typical)", `query($id: ID) { user(id: $id) { mutualFollows(first: 20) { nodes { name } totalCount } } }`,
+			func(_ int, rng *rand.Rand) (map[string]any, string) { return idVars(pick(rng)), "" }},
+		{"W1 follow/unfollow", `mutation($id: ID!, $f: Boolean!) {
+  f: follow(input: {userId: $id}) @include(if: $f) { alreadyFollowing }
+  u: unfollow(input: {userId: $id}) @skip(if: $f) { wasFollowing } }`,
+			func(client int, rng *rand.Rand) (map[string]any, string) {
+				// Each client is its own user and toggles follows of a
+				// few others, so both mutations do real writes.
+				me := typical[client%len(typical)]
+				other := 1 + rng.Int64N(maxID)
+				for other == me {
+					other = 1 + rng.Int64N(maxID)
+				}
+				return map[string]any{"id": strconv.FormatInt(other, 10), "f": rng.IntN(2) == 0}, tokens.Mint(me)
+			}},
+	}}
+	return w, nil
+}
+
+// gql posts one request and returns its decoded body.
+func gql(client *http.Client, url, token, text string, vars map[string]any) (map[string]any, error) {
+	body, _ := json.Marshal(map[string]any{"query": text, "variables": vars})
+	req, _ := http.NewRequest("POST", url+"/graphql", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != 200 {
+		return out, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	if errs, ok := out["errors"]; ok {
+		return out, fmt.Errorf("errors: %v", errs)
+	}
+	return out, nil
+}
+
+func dig(v any, path ...string) any {
+	for _, p := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[p]
+	}
+	return v
+}
+
+// cursorAt walks a user's followers to the given depth and returns the
+// cursor there.
+func cursorAt(url string, user int64, depth int) (string, error) {
+	var after any
+	for seen := 0; seen < depth; seen += 100 {
+		out, err := gql(http.DefaultClient, url, "", `query($id: ID, $after: String) { user(id: $id) { followers(first: 100, after: $after) { pageInfo { endCursor hasNextPage } } } }`,
+			map[string]any{"id": strconv.FormatInt(user, 10), "after": after})
+		if err != nil {
+			return "", err
+		}
+		c, _ := dig(out, "data", "user", "followers", "pageInfo", "endCursor").(string)
+		if c == "" {
+			return "", fmt.Errorf("the most followed user has fewer than %d followers", depth)
+		}
+		after = c
+	}
+	return after.(string), nil
+}
+
+func usersPages(url string, n int) ([]any, error) {
+	cursors := []any{nil}
+	for len(cursors) < n {
+		out, err := gql(http.DefaultClient, url, "", `query($after: String) { users(first: 100, after: $after) { pageInfo { endCursor } } }`,
+			map[string]any{"after": cursors[len(cursors)-1]})
+		if err != nil {
+			return nil, err
+		}
+		cursors = append(cursors, dig(out, "data", "users", "pageInfo", "endCursor"))
+	}
+	return cursors, nil
+}
+
+type result struct {
+	rps, p50, p99, sqlPerReq, rssMB float64
+	errors                          int
+}
+
+// drive runs a query from c clients for d and measures it, sampling the
+// server's resident memory as it goes.
+func drive(url string, q query, c int, d time.Duration, pid int) result {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: c * 2, MaxConnsPerHost: c * 2}}
+	deadline := time.Now().Add(d)
+	var mu sync.Mutex
+	var lat []time.Duration
+	var errs, sqlTotal, reqs int64
+	var firstErr atomic.Value
+	var maxRSS atomic.Int64
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+				if r := rssKB(pid); r > maxRSS.Load() {
+					maxRSS.Store(r)
+				}
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	begin := time.Now()
+	for i := range c {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(i), 7))
+			var mine []time.Duration
+			for time.Now().Before(deadline) {
+				vars, token := q.vars(i, rng)
+				t := time.Now()
+				out, err := gql(client, url, token, q.text, vars)
+				mine = append(mine, time.Since(t))
+				atomic.AddInt64(&reqs, 1)
+				if err != nil {
+					atomic.AddInt64(&errs, 1)
+					firstErr.CompareAndSwap(nil, err.Error())
+					continue
+				}
+				if n, ok := dig(out, "extensions", "debug", "sqlQueries").(float64); ok {
+					atomic.AddInt64(&sqlTotal, int64(n))
+				}
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(begin)
+	close(stop)
+	slices.Sort(lat)
+	pct := func(p float64) float64 {
+		if len(lat) == 0 {
+			return 0
+		}
+		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
+	}
+	if e := firstErr.Load(); e != nil {
+		fmt.Fprintf(os.Stderr, "%s c=%d: first error: %.300s\n", q.name, c, e)
+	}
+	runtime.GC()
+	return result{
+		rps:       float64(reqs) / elapsed.Seconds(),
+		p50:       pct(0.50),
+		p99:       pct(0.99),
+		errors:    int(errs),
+		sqlPerReq: float64(sqlTotal) / float64(max(reqs-errs, 1)),
+		rssMB:     float64(maxRSS.Load()) / 1024,
+	}
+}
+
+// rssKB reads a process's resident set size from /proc.
+func rssKB(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb
+		}
+	}
+	return 0
+}
