@@ -508,9 +508,23 @@ func TestStatementsPerRequestDoNotGrowWithUsers(t *testing.T) {
 		}
 		counts[n] = r.Extensions.Debug.SQLQueries
 	}
-	// users, their count, counts, viewerFollows, followers pages.
+	// users, their total, viewerFollows, followers pages.
 	if counts[50] > 5 || counts[50] != counts[5] {
 		t.Errorf("SQL statements: %d for 5 users, %d for 50; want the same, at most 5", counts[5], counts[50])
+	}
+
+	// A profile with its 20 newest followers costs the same for a user
+	// with 49 followers as for one with none.
+	lonely := s.createUser("lonely")
+	for _, a := range accounts[1:] {
+		s.follow(a, accounts[0])
+	}
+	profile := `query($id: ID) { user(id: $id) { name followerCount followingCount followers(first: 20) { nodes { name } } } }`
+	for _, id := range []string{accounts[0].ID, lonely.ID} {
+		r := s.data("", profile, map[string]any{"id": id}, &struct{}{})
+		if q := r.Extensions.Debug.SQLQueries; q > 4 || q < 1 {
+			t.Errorf("profile of user %s: %d SQL statements, want 1 to 4", id, q)
+		}
 	}
 }
 

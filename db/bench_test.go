@@ -39,3 +39,110 @@ func BenchmarkFollowPages50(b *testing.B) {
 		}
 	}
 }
+
+// typicalUsers are users following about the median number of people.
+func typicalUsers(b *testing.B, s *Store, n int) []int64 {
+	rows, err := s.db.Query(`SELECT Id FROM Users WHERE FollowingCount BETWEEN 15 AND 25 ORDER BY Id LIMIT ?`, n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		rows.Scan(&id)
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+func mostFollowed(b *testing.B, s *Store) int64 {
+	var id int64
+	if err := s.db.QueryRow(`SELECT Id FROM Users ORDER BY FollowerCount DESC LIMIT 1`).Scan(&id); err != nil {
+		b.Fatal(err)
+	}
+	return id
+}
+
+func BenchmarkFollowersFirstPage(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		user int64
+	}{{"typical", typicalUsers(b, s, 1)[0]}, {"most-followed", mostFollowed(b, s)}} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := s.FollowPages(ctx, Followers, []PageQuery{{User: tc.user, First: 20}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// A page deep down the most followed user's list costs what its first
+// page costs.
+func BenchmarkFollowersDeepPage(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	top := mostFollowed(b, s)
+	q := PageQuery{User: top, First: 100}
+	for range 250 { // 25,000 deep, or the end of the list
+		p, err := s.FollowPages(ctx, Followers, []PageQuery{q})
+		if err != nil || !p[0].HasNext {
+			break
+		}
+		last := p[0].Edges[len(p[0].Edges)-1]
+		q.After = Cursor{At: last.At, ID: last.User.ID}
+	}
+	q.First = 20
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := s.FollowPages(ctx, Followers, []PageQuery{q}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkSuggestions(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	ids := typicalUsers(b, s, 50)
+	i := 0
+	for b.Loop() {
+		if _, err := s.Suggestions(ctx, []SuggestionQuery{{User: ids[i%len(ids)], First: 10}}); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+func BenchmarkMutualPages(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	ids := typicalUsers(b, s, 50)
+	i := 0
+	for b.Loop() {
+		if _, err := s.MutualPages(ctx, []PageQuery{{User: ids[i%len(ids)], First: 20}}); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// Follow then unfollow, so the graph ends as it began.
+func BenchmarkFollowUnfollow(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	me, other := typicalUsers(b, s, 1)[0], mostFollowed(b, s)
+	s.Unfollow(ctx, me, other)
+	for b.Loop() {
+		if _, _, err := s.Follow(ctx, me, other); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Unfollow(ctx, me, other); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

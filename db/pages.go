@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -265,6 +266,24 @@ func (s *Store) pages(ctx context.Context, tmpl string, qs []PageQuery) ([]Page,
 	return out, err
 }
 
+type unionKey struct {
+	branch string
+	size   int
+}
+
+var unionTexts sync.Map // unionKey -> string
+
+// unionText is size copies of branch joined by UNION ALL, built once.
+func unionText(branch string, size int) string {
+	k := unionKey{branch, size}
+	if t, ok := unionTexts.Load(k); ok {
+		return t.(string)
+	}
+	t := strings.TrimSuffix(strings.Repeat(branch+"\nUNION ALL\n", size), "\nUNION ALL\n")
+	unionTexts.Store(k, t)
+	return t
+}
+
 // batchSizes are the branch counts a batch statement is padded to, so that
 // a handful of statement texts, each prepared once, serve every batch.
 var batchSizes = []int{1, 2, 4, 8, 16, 32, 64, 128}
@@ -299,8 +318,7 @@ func (s *Store) batch(ctx context.Context, branch string, n int, args func(i int
 			params = append(params, pad...)
 		}
 	}
-	text := strings.TrimSuffix(strings.Repeat(branch+"\nUNION ALL\n", size), "\nUNION ALL\n")
-	rows, err := s.read().query(ctx, text, params...)
+	rows, err := s.read().query(ctx, unionText(branch, size), params...)
 	if err != nil {
 		return err
 	}
