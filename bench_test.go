@@ -28,7 +28,7 @@ func benchHandler(b *testing.B) http.Handler {
 	}
 	b.Cleanup(func() { store.Close() })
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return newHandler(store, auth.NewTokens([]byte("bench"), time.Hour), config{batchWait: defaultBatchWait}, log)
+	return newHandler(store, auth.NewTokens([]byte("bench"), time.Hour), defaultConfig(), log)
 }
 
 func benchQuery(b *testing.B, query string) {

@@ -20,7 +20,7 @@ import (
 //
 //	follows import -db PATH -users users.csv -follows follows.csv
 func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	var c config
+	c := defaultConfig()
 	fs := flag.NewFlagSet("follows import", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c.flags(fs, getenv)

@@ -16,7 +16,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strconv"
@@ -25,16 +24,6 @@ import (
 
 	"follows/auth"
 	"follows/db"
-	"follows/graph"
-	"follows/resolvers"
-
-	"github.com/99designs/gqlgen/graphql"
-	"github.com/99designs/gqlgen/graphql/handler"
-	"github.com/99designs/gqlgen/graphql/handler/extension"
-	"github.com/99designs/gqlgen/graphql/handler/lru"
-	"github.com/99designs/gqlgen/graphql/handler/transport"
-	"github.com/99designs/gqlgen/graphql/playground"
-	"github.com/vektah/gqlparser/v2/ast"
 )
 
 //go:generate go tool gqlgen generate
@@ -66,6 +55,30 @@ type config struct {
 	// checkCounts recounts follows, repairs drifted counters and exits.
 	checkCounts bool
 	batchWait   time.Duration
+
+	// Limits on what one request may ask (see README, "Limits").
+	maxComplexity, maxDepth, maxAliases, maxOperations int
+	maxBody                                            int64
+	requestTimeout                                     time.Duration
+
+	noPlayground, noIntrospection bool
+	corsOrigins                   string
+}
+
+// defaultConfig is the configuration before flags and environment.
+func defaultConfig() config {
+	return config{
+		addr:           ":8080",
+		dsn:            "follows.db",
+		tokenTTL:       720 * time.Hour,
+		batchWait:      defaultBatchWait,
+		maxComplexity:  5000,
+		maxDepth:       12,
+		maxAliases:     50,
+		maxOperations:  20,
+		maxBody:        1 << 20,
+		requestTimeout: 15 * time.Second,
+	}
 }
 
 // flags registers the settings shared by the server and its subcommands.
@@ -76,11 +89,11 @@ func (c *config) flags(fs *flag.FlagSet, getenv func(string) string) {
 		}
 		return def
 	}
-	ttl, err := time.ParseDuration(env("TOKEN_TTL", "720h"))
+	ttl, err := time.ParseDuration(env("TOKEN_TTL", c.tokenTTL.String()))
 	if err != nil {
-		ttl = 720 * time.Hour
+		ttl = c.tokenTTL
 	}
-	fs.StringVar(&c.dsn, "db", env("DATABASE_URL", "follows.db"), "database: a SQLite path or file: URI (env DATABASE_URL)")
+	fs.StringVar(&c.dsn, "db", env("DATABASE_URL", c.dsn), "database: a SQLite path or file: URI (env DATABASE_URL)")
 	fs.StringVar(&c.secret, "secret", env("TOKEN_SECRET", ""), "secret that signs bearer tokens; every instance needs the same one (env TOKEN_SECRET)")
 	fs.DurationVar(&c.tokenTTL, "token-ttl", ttl, "how long a minted token stays valid (env TOKEN_TTL)")
 }
@@ -94,19 +107,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 			return runImport(ctx, args[1:], stdout, stderr, getenv)
 		}
 	}
-	var c config
+	c := defaultConfig()
 	fs := flag.NewFlagSet("follows", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c.flags(fs, getenv)
-	addr := getenv("ADDR")
-	if addr == "" {
-		addr = ":8080"
+	if addr := getenv("ADDR"); addr != "" {
+		c.addr = addr
 	}
-	fs.StringVar(&c.addr, "addr", addr, "address to listen on (env ADDR)")
+	fs.StringVar(&c.addr, "addr", c.addr, "address to listen on (env ADDR)")
 	fs.BoolVar(&c.demo, "demo", false, "load the sample graph (alice, bob, carol, dave) into an empty database")
 	fs.BoolVar(&c.checkCounts, "check-counts", false, "recount every user's follows, report and repair counts that drifted, then exit")
 	fs.BoolVar(&c.debug, "debug", false, "add extensions.debug (SQL statement count and time) to every response, and /debug/pprof; for development only")
-	fs.DurationVar(&c.batchWait, "batch-wait", defaultBatchWait, "how long loaders gather keys before one batched statement runs")
+	fs.DurationVar(&c.batchWait, "batch-wait", c.batchWait, "how long loaders gather keys before one batched statement runs")
+	fs.IntVar(&c.maxComplexity, "max-complexity", c.maxComplexity, "most a query may cost, list fields counting their first times their items; more is COMPLEXITY_LIMIT_EXCEEDED")
+	fs.IntVar(&c.maxDepth, "max-depth", c.maxDepth, "deepest nesting of fields an operation may have")
+	fs.IntVar(&c.maxAliases, "max-aliases", c.maxAliases, "most aliases an operation may use")
+	fs.IntVar(&c.maxOperations, "max-operations", c.maxOperations, "most operations a document may hold")
+	fs.Int64Var(&c.maxBody, "max-body", c.maxBody, "largest request body in bytes; larger is refused with 413")
+	fs.DurationVar(&c.requestTimeout, "request-timeout", c.requestTimeout, "longest a request may run; its SQL is cancelled then")
+	fs.BoolVar(&c.noPlayground, "no-playground", false, "do not serve GraphiQL at /")
+	fs.BoolVar(&c.noIntrospection, "no-introspection", false, "refuse introspection queries")
+	fs.StringVar(&c.corsOrigins, "cors-origins", getenv("CORS_ORIGINS"), "comma-separated origins allowed to call /graphql from a browser, or *; none by default (env CORS_ORIGINS)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -166,87 +187,10 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 	return nil
 }
 
-// newHandler wires the HTTP endpoints: GraphQL at /graphql, GraphiQL at /,
-// and /healthz.
-func newHandler(store *db.Store, tokens *auth.Tokens, c config, log *slog.Logger) http.Handler {
-	res := &resolvers.Resolver{Store: store, Tokens: tokens, BatchWait: c.batchWait}
-	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: res}))
-	gql.AddTransport(transport.Options{})
-	gql.AddTransport(transport.GET{})
-	gql.AddTransport(transport.POST{})
-	gql.SetQueryCache(lru.New[*ast.QueryDocument](1000))
-	gql.Use(extension.Introspection{})
-	gql.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
-	gql.SetErrorPresenter(resolvers.ErrorPresenter(log))
-	gql.SetRecoverFunc(resolvers.Recover(log))
-	if c.debug {
-		gql.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
-			resp := next(ctx)
-			if st := sqlStats(ctx); st != nil && resp != nil {
-				if resp.Extensions == nil {
-					resp.Extensions = map[string]any{}
-				}
-				resp.Extensions["debug"] = map[string]any{
-					"sqlQueries": st.Queries(),
-					"sqlMillis":  float64(st.Duration().Microseconds()) / 1000,
-				}
-			}
-			return resp
-		})
-	}
-
-	mux := http.NewServeMux()
-	mux.Handle("/graphql", tokens.Middleware(res.Middleware(gql)))
-	mux.Handle("GET /{$}", playground.Handler("follows", "/graphql"))
-	if c.debug {
-		// Profiles for finding where a request's time goes; -debug is for
-		// development, never for a public server.
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	}
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "ok\n")
-	})
-	return logRequests(log, mux)
-}
-
-type statsKey struct{}
-
-func sqlStats(ctx context.Context) *db.Stats {
-	st, _ := ctx.Value(statsKey{}).(*db.Stats)
-	return st
-}
-
-// logRequests counts each request's SQL statements and logs one line per
-// GraphQL request.
-func logRequests(log *slog.Logger, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		ctx, st := db.WithStats(r.Context())
-		ctx = context.WithValue(ctx, statsKey{}, st)
-		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		next.ServeHTTP(sw, r.WithContext(ctx))
-		if r.URL.Path == "/graphql" {
-			log.Info("request", "method", r.Method, "status", sw.status,
-				"ms", float64(time.Since(start).Microseconds())/1000, "sql", st.Queries())
-		}
-	})
-}
-
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	w.status = code
-	w.ResponseWriter.WriteHeader(code)
-}
-
 // runToken prints a bearer token for an existing user, for admins and
 // scripts.
 func runToken(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	var c config
+	c := defaultConfig()
 	fs := flag.NewFlagSet("follows token", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c.flags(fs, getenv)

@@ -41,7 +41,8 @@ func startServer(t *testing.T) *testServer {
 	t.Cleanup(func() { store.Close() })
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil))
-	cfg := config{debug: true, batchWait: defaultBatchWait}
+	cfg := defaultConfig()
+	cfg.debug = true
 	h := newHandler(store, auth.NewTokens([]byte("test secret"), time.Hour), cfg, log)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

@@ -56,7 +56,7 @@ func dialectFor(dsn string) (*dialect, string, error) {
 // sqliteDSN adds the connection settings every pooled connection needs. They
 // go in the DSN because a PRAGMA run with Exec reaches only one connection.
 func sqliteDSN(dsn string) string {
-	params := "_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	params := "_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
 	if strings.Contains(dsn, "?") {
 		return dsn + "&" + params
 	}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/http/pprof"
+	"slices"
+	"strings"
+	"time"
+
+	"follows/auth"
+	"follows/db"
+	"follows/graph"
+	"follows/resolvers"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler"
+	"github.com/99designs/gqlgen/graphql/handler/extension"
+	"github.com/99designs/gqlgen/graphql/handler/lru"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/99designs/gqlgen/graphql/playground"
+	"github.com/vektah/gqlparser/v2/ast"
+)
+
+// newHandler wires the HTTP endpoints: GraphQL at /graphql, GraphiQL at /,
+// and /healthz.
+func newHandler(store *db.Store, tokens *auth.Tokens, c config, log *slog.Logger) http.Handler {
+	res := &resolvers.Resolver{Store: store, Tokens: tokens, BatchWait: c.batchWait}
+	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: res, Complexity: resolvers.Complexity()}))
+	gql.AddTransport(transport.Options{})
+	gql.AddTransport(transport.GET{})
+	gql.AddTransport(transport.POST{})
+	gql.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	if !c.noIntrospection {
+		gql.Use(extension.Introspection{})
+	}
+	gql.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
+	gql.Use(extension.FixedComplexityLimit(c.maxComplexity))
+	gql.Use(resolvers.Limits{MaxDepth: c.maxDepth, MaxAliases: c.maxAliases, MaxOperations: c.maxOperations})
+	gql.SetErrorPresenter(resolvers.ErrorPresenter(log))
+	gql.SetRecoverFunc(resolvers.Recover(log))
+	if c.debug {
+		gql.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+			resp := next(ctx)
+			if st := sqlStats(ctx); st != nil && resp != nil {
+				if resp.Extensions == nil {
+					resp.Extensions = map[string]any{}
+				}
+				resp.Extensions["debug"] = map[string]any{
+					"sqlQueries": st.Queries(),
+					"sqlMillis":  float64(st.Duration().Microseconds()) / 1000,
+				}
+			}
+			return resp
+		})
+	}
+
+	mux := http.NewServeMux()
+	api := tokens.Middleware(res.Middleware(gql))
+	api = guardRequest(c.maxBody, c.requestTimeout, api)
+	mux.Handle("/graphql", cors(c.corsOrigins, api))
+	if !c.noPlayground {
+		mux.Handle("GET /{$}", playground.Handler("follows", "/graphql"))
+	}
+	if c.debug {
+		// Profiles for finding where a request's time goes; -debug is for
+		// development, never for a public server.
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	}
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok\n")
+	})
+	return logRequests(log, mux)
+}
+
+// guardRequest turns away what cannot be a GraphQL request before gqlgen
+// sees it, with a GraphQL-shaped error that carries a code: bodies over
+// maxBody (413), POST bodies that are not JSON (415, 400). It also gives
+// every request a deadline, which cancels its SQL when it passes.
+func guardRequest(maxBody int64, timeout time.Duration, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > maxBody {
+			requestError(w, http.StatusRequestEntityTooLarge, "the request body is larger than %d bytes", maxBody)
+			return
+		}
+		if r.Method == http.MethodPost {
+			mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+			if mt != "application/json" && mt != "application/graphql-response+json" {
+				requestError(w, http.StatusUnsupportedMediaType, "send the request as Content-Type: application/json")
+				return
+			}
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+			var tooLarge *http.MaxBytesError
+			switch {
+			case errors.As(err, &tooLarge):
+				requestError(w, http.StatusRequestEntityTooLarge, "the request body is larger than %d bytes", maxBody)
+				return
+			case err != nil:
+				requestError(w, http.StatusBadRequest, "the request body could not be read")
+				return
+			case !json.Valid(body):
+				requestError(w, http.StatusBadRequest, "the request body is not valid JSON")
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// CodeBadRequest marks requests refused before they were read as GraphQL.
+const CodeBadRequest = "BAD_REQUEST"
+
+func requestError(w http.ResponseWriter, status int, format string, args ...any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"errors": []any{map[string]any{
+		"message":    fmt.Sprintf(format, args...),
+		"extensions": map[string]any{"code": CodeBadRequest},
+	}}})
+}
+
+// cors lets browsers on the listed origins call the API. With no origins it
+// adds nothing, so browsers keep other sites' pages from using a visitor's
+// credentials here.
+func cors(origins string, next http.Handler) http.Handler {
+	var allowed []string
+	for _, o := range strings.Split(origins, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			allowed = append(allowed, o)
+		}
+	}
+	if len(allowed) == 0 {
+		return next
+	}
+	all := slices.Contains(allowed, "*")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		if origin != "" && (all || slices.Contains(allowed, origin)) {
+			h := w.Header()
+			h.Set("Access-Control-Allow-Origin", origin)
+			h.Add("Vary", "Origin")
+			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+			h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+			h.Set("Access-Control-Max-Age", "600")
+			if r.Method == http.MethodOptions {
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+type statsKey struct{}
+
+func sqlStats(ctx context.Context) *db.Stats {
+	st, _ := ctx.Value(statsKey{}).(*db.Stats)
+	return st
+}
+
+// logRequests counts each request's SQL statements and logs one line per
+// GraphQL request.
+func logRequests(log *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ctx, st := db.WithStats(r.Context())
+		ctx = context.WithValue(ctx, statsKey{}, st)
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(sw, r.WithContext(ctx))
+		if r.URL.Path == "/graphql" {
+			log.Info("request", "method", r.Method, "status", sw.status,
+				"ms", float64(time.Since(start).Microseconds())/1000, "sql", st.Queries())
+		}
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
