@@ -22,7 +22,10 @@ func TestCursorRoundTrip(t *testing.T) {
 }
 
 func TestCursorRefused(t *testing.T) {
-	enc := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+	// Well-formed but for the one fault each names, checksum included.
+	enc := func(s string) string { return base64.RawURLEncoding.EncodeToString(append([]byte(s), checksum(s)...)) }
+	good := EncodeCursor(ListFollowers, db.Cursor{At: time.Unix(5, 0), ID: 3})
+	raw, _ := base64.RawURLEncoding.DecodeString(good)
 	for name, s := range map[string]string{
 		"other list":    EncodeCursor(ListFollowing, db.Cursor{At: time.Unix(5, 0), ID: 3}),
 		"not base64":    "!!!",
@@ -33,6 +36,9 @@ func TestCursorRefused(t *testing.T) {
 		"zero id":       enc("followers|5.0|0"),
 		"nanos too big": enc("followers|5.1000000000|3"),
 		"year 10000":    enc("followers|253402300800.0|3"),
+		"edited":        base64.RawURLEncoding.EncodeToString(append([]byte("followers|6.0|3"), raw[len(raw)-4:]...)),
+		"cut short":     good[:len(good)-2],
+		"no checksum":   base64.RawURLEncoding.EncodeToString([]byte("followers|5.0|3")),
 	} {
 		if _, err := DecodeCursor(ListFollowers, s); err == nil {
 			t.Errorf("%s: cursor %q accepted", name, s)
