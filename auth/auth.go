@@ -29,7 +29,8 @@ var (
 // without old tokens being read the new way.
 const tokenVersion = "v1"
 
-var b64 = base64.RawURLEncoding
+// Strict, so that each token has one spelling.
+var b64 = base64.RawURLEncoding.Strict()
 
 // Tokens mints and verifies tokens under one secret.
 type Tokens struct {
