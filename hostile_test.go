@@ -108,7 +108,9 @@ func TestHostileInput(t *testing.T) {
 		wantCode   string // "": any code, but one there must be
 		noSQL      bool
 	}{
-		{"malformed JSON", func() rawResponse { return s.raw("POST", "/graphql", "application/json", []byte(`{"query": "{ viewer { id }`), nil) }, 400, "BAD_REQUEST", true},
+		{"malformed JSON", func() rawResponse {
+			return s.raw("POST", "/graphql", "application/json", []byte(`{"query": "{ viewer { id }`), nil)
+		}, 400, "BAD_REQUEST", true},
 		{"not JSON at all", func() rawResponse { return s.raw("POST", "/graphql", "application/json", []byte("\x00\xff\xfe"), nil) }, 400, "BAD_REQUEST", true},
 		{"text/plain", func() rawResponse {
 			return s.raw("POST", "/graphql", "text/plain", gqlBody("{ viewer { id } }", nil), nil)

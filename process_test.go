@@ -181,3 +181,30 @@ func TestBinaryWithoutSecret(t *testing.T) {
 		}
 	}
 }
+
+// The token secret appears in no log line and no response, whatever
+// tokens come in.
+func TestSecretNeverShown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary")
+	}
+	const secret = "s3cret-that-must-not-leak"
+	bin := buildBinary(t)
+	cmd, url, lines := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "x.db"), "-demo", "-secret", secret)
+	var bodies []string
+	for _, token := range []string{"garbage", secret, "djE6MToxNzk4NjAwOTcy." + secret} {
+		out := post(t, url, token, `mutation { follow(input: {userId: "2"}) { alreadyFollowing } }`)
+		b, _ := json.Marshal(out)
+		bodies = append(bodies, string(b))
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	for l := range lines {
+		bodies = append(bodies, l)
+	}
+	for _, b := range bodies {
+		if strings.Contains(b, secret) {
+			t.Errorf("the secret shows in %q", b)
+		}
+	}
+}
