@@ -18,6 +18,7 @@ import (
 	"follows/auth"
 	"follows/db"
 	"follows/graph"
+	"follows/graphiql"
 	"follows/resolvers"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -25,7 +26,6 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
-	"github.com/99designs/gqlgen/graphql/playground"
 	"github.com/vektah/gqlparser/v2/ast"
 )
 
@@ -67,7 +67,8 @@ func newHandler(store *db.Store, tokens *auth.Tokens, c config, log *slog.Logger
 	api = guardRequest(c.maxBody, c.requestTimeout, api)
 	mux.Handle("/graphql", cors(c.corsOrigins, api))
 	if !c.noPlayground {
-		mux.Handle("GET /{$}", playground.Handler("follows", "/graphql"))
+		mux.Handle("GET /{$}", graphiql.Page())
+		mux.Handle("GET /graphiql/", graphiql.Assets())
 	}
 	if c.debug {
 		// Profiles for finding where a request's time goes; -debug is for
