@@ -65,7 +65,7 @@ func newHandler(store *db.Store, tokens *auth.Tokens, c config, log *slog.Logger
 	mux := http.NewServeMux()
 	api := tokens.Middleware(res.Middleware(gql))
 	api = guardRequest(c.maxBody, c.requestTimeout, api)
-	mux.Handle("/graphql", cors(c.corsOrigins, api))
+	mux.Handle("/graphql", cors(c.corsOrigins, httpConventions(api)))
 	if !c.noPlayground {
 		mux.Handle("GET /{$}", graphiql.Page())
 		mux.Handle("GET /graphiql/", graphiql.Assets())
@@ -161,6 +161,56 @@ func cors(origins string, next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// httpConventions adjusts gqlgen's answers to GraphQL over HTTP: a
+// request that could not run answers 200 when the client accepts only
+// application/json (whose clients read errors from the body), and has no
+// "data" entry when it accepts application/graphql-response+json; a
+// mutation sent with GET is 405 Method Not Allowed, naming POST.
+func httpConventions(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cw := &conventionWriter{ResponseWriter: w, get: r.Method == http.MethodGet}
+		next.ServeHTTP(cw, r)
+		if cw.held == nil {
+			return
+		}
+		var body map[string]json.RawMessage
+		if json.Unmarshal(cw.held.Bytes(), &body) == nil {
+			delete(body, "data")
+			json.NewEncoder(w).Encode(body)
+		} else {
+			w.Write(cw.held.Bytes())
+		}
+	})
+}
+
+type conventionWriter struct {
+	http.ResponseWriter
+	get  bool
+	held *bytes.Buffer // the body of a request that could not run, to rewrite
+}
+
+func (w *conventionWriter) WriteHeader(code int) {
+	switch ct := w.Header().Get("Content-Type"); {
+	case code == http.StatusUnprocessableEntity && ct == "application/json":
+		code = http.StatusOK
+	case code >= 400 && ct == "application/graphql-response+json":
+		w.held = &bytes.Buffer{}
+		w.Header().Del("Content-Length")
+	case code == http.StatusNotAcceptable && w.get:
+		// gqlgen's answer to a GET that is not a query.
+		w.Header().Set("Allow", "POST")
+		code = http.StatusMethodNotAllowed
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *conventionWriter) Write(b []byte) (int, error) {
+	if w.held != nil {
+		return w.held.Write(b)
+	}
+	return w.ResponseWriter.Write(b)
 }
 
 type statsKey struct{}
