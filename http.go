@@ -26,6 +26,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/vektah/gqlparser/v2/ast"
 )
 
@@ -46,25 +47,44 @@ func newHandler(store *db.Store, tokens *auth.Tokens, c config, log *slog.Logger
 	gql.Use(resolvers.Limits{MaxDepth: c.maxDepth, MaxAliases: c.maxAliases, MaxOperations: c.maxOperations})
 	gql.SetErrorPresenter(resolvers.ErrorPresenter(log))
 	gql.SetRecoverFunc(resolvers.Recover(log))
-	if c.debug {
-		gql.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
-			resp := next(ctx)
-			if st := sqlStats(ctx); st != nil && resp != nil {
-				if resp.Extensions == nil {
-					resp.Extensions = map[string]any{}
-				}
-				resp.Extensions["debug"] = map[string]any{
-					"sqlQueries": st.Queries(),
-					"sqlMillis":  float64(st.Duration().Microseconds()) / 1000,
-				}
-			}
+	m := newMetrics()
+	store.OnStatement = m.statement
+	res.OnBatch = m.batch
+	gql.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+		start := time.Now()
+		resp := next(ctx)
+		if resp == nil {
 			return resp
-		})
-	}
+		}
+		op := "anonymous"
+		if graphql.HasOperationContext(ctx) {
+			if oc := graphql.GetOperationContext(ctx); oc.Operation != nil && oc.Operation.Name != "" {
+				op = oc.Operation.Name
+			}
+		}
+		m.operation(op, time.Since(start))
+		for _, e := range resp.Errors {
+			code, _ := e.Extensions["code"].(string)
+			m.error(code)
+		}
+		if info := requestInfoFrom(ctx); info != nil {
+			info.operation = op
+		}
+		if st := sqlStats(ctx); c.debug && st != nil {
+			if resp.Extensions == nil {
+				resp.Extensions = map[string]any{}
+			}
+			resp.Extensions["debug"] = map[string]any{
+				"sqlQueries": st.Queries(),
+				"sqlMillis":  float64(st.Duration().Microseconds()) / 1000,
+			}
+		}
+		return resp
+	})
 
 	mux := http.NewServeMux()
 	api := tokens.Middleware(res.Middleware(gql))
-	api = guardRequest(c.maxBody, c.requestTimeout, api)
+	api = guardRequest(c.maxBody, c.requestTimeout, m, api)
 	mux.Handle("/graphql", cors(c.corsOrigins, httpConventions(api)))
 	if !c.noPlayground {
 		mux.Handle("GET /{$}", graphiql.Page())
@@ -79,6 +99,17 @@ func newHandler(store *db.Store, tokens *auth.Tokens, c config, log *slog.Logger
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ok\n")
 	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := store.Ping(ctx); err != nil {
+			log.Warn("not ready: the database does not answer", "err", err)
+			http.Error(w, "the database does not answer", http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "ready\n")
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
 	return logRequests(log, mux)
 }
 
@@ -86,7 +117,11 @@ func newHandler(store *db.Store, tokens *auth.Tokens, c config, log *slog.Logger
 // sees it, with a GraphQL-shaped error that carries a code: bodies over
 // maxBody (413), POST bodies that are not JSON (415, 400). It also gives
 // every request a deadline, which cancels its SQL when it passes.
-func guardRequest(maxBody int64, timeout time.Duration, next http.Handler) http.Handler {
+func guardRequest(maxBody int64, timeout time.Duration, m *metrics, next http.Handler) http.Handler {
+	requestError := func(w http.ResponseWriter, status int, format string, args ...any) {
+		m.error(CodeBadRequest)
+		requestError(w, status, format, args...)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > maxBody {
 			requestError(w, http.StatusRequestEntityTooLarge, "the request body is larger than %d bytes", maxBody)
@@ -220,18 +255,31 @@ func sqlStats(ctx context.Context) *db.Stats {
 	return st
 }
 
+// requestInfo carries what the GraphQL layer learns about a request out to
+// the request log.
+type requestInfo struct{ operation string }
+
+type requestInfoKey struct{}
+
+func requestInfoFrom(ctx context.Context) *requestInfo {
+	info, _ := ctx.Value(requestInfoKey{}).(*requestInfo)
+	return info
+}
+
 // logRequests counts each request's SQL statements and logs one line per
-// GraphQL request.
+// GraphQL request: operation, status, duration, SQL statements.
 func logRequests(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		ctx, st := db.WithStats(r.Context())
 		ctx = context.WithValue(ctx, statsKey{}, st)
+		info := &requestInfo{}
+		ctx = context.WithValue(ctx, requestInfoKey{}, info)
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(sw, r.WithContext(ctx))
 		if r.URL.Path == "/graphql" {
-			log.Info("request", "method", r.Method, "status", sw.status,
-				"ms", float64(time.Since(start).Microseconds())/1000, "sql", st.Queries())
+			log.Info("request", "operation", info.operation, "method", r.Method, "status", sw.status,
+				"ms", float64(time.Since(start).Microseconds())/1000, "sql", st.Queries(), "sqlMs", float64(st.Duration().Microseconds())/1000)
 		}
 	})
 }

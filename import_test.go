@@ -60,7 +60,7 @@ func TestImport(t *testing.T) {
 		t.Errorf("counts drift after import: %+v, %v", drift, err)
 	}
 	// The count triggers are back: a follow after the import is counted.
-	if _, _, err := store.Follow(ctx, 40, 10); err != nil {
+	if _, err := store.Follow(ctx, 40, 10); err != nil {
 		t.Fatal(err)
 	}
 	if drift, err := store.CheckCounts(ctx, false); err != nil || len(drift) > 0 {

@@ -62,7 +62,7 @@ func startProcess(t *testing.T, bin string, args ...string) (*exec.Cmd, string, 
 	urlc := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
-		re := regexp.MustCompile(`url=(http://\S+)/graphql`)
+		re := regexp.MustCompile(`url"?[=:]"?(http://[^"\s]+)/graphql`)
 		for sc.Scan() {
 			if m := re.FindStringSubmatch(sc.Text()); m != nil {
 				urlc <- m[1]

@@ -63,6 +63,7 @@ type config struct {
 
 	noPlayground, noIntrospection bool
 	corsOrigins                   string
+	logFormat                     string
 }
 
 // defaultConfig is the configuration before flags and environment.
@@ -78,6 +79,7 @@ func defaultConfig() config {
 		maxOperations:  20,
 		maxBody:        1 << 20,
 		requestTimeout: 15 * time.Second,
+		logFormat:      "text",
 	}
 }
 
@@ -127,6 +129,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	fs.DurationVar(&c.requestTimeout, "request-timeout", c.requestTimeout, "longest a request may run; its SQL is cancelled then")
 	fs.BoolVar(&c.noPlayground, "no-playground", false, "do not serve GraphiQL at /")
 	fs.BoolVar(&c.noIntrospection, "no-introspection", false, "refuse introspection queries")
+	fs.StringVar(&c.logFormat, "log-format", c.logFormat, "text or json: how the server writes its log (log/slog)")
 	fs.StringVar(&c.corsOrigins, "cors-origins", getenv("CORS_ORIGINS"), "comma-separated origins allowed to call /graphql from a browser, or *; none by default (env CORS_ORIGINS)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -137,7 +140,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if c.checkCounts {
 		return checkCounts(ctx, c.dsn, stdout)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	var log *slog.Logger
+	switch c.logFormat {
+	case "text":
+		log = slog.New(slog.NewTextHandler(stderr, nil))
+	case "json":
+		log = slog.New(slog.NewJSONHandler(stderr, nil))
+	default:
+		return fmt.Errorf("-log-format is text or json, not %q", c.logFormat)
+	}
 	return serve(ctx, c, log)
 }
 

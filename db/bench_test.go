@@ -138,7 +138,7 @@ func BenchmarkFollowUnfollow(b *testing.B) {
 	me, other := typicalUsers(b, s, 1)[0], mostFollowed(b, s)
 	s.Unfollow(ctx, me, other)
 	for b.Loop() {
-		if _, _, err := s.Follow(ctx, me, other); err != nil {
+		if _, err := s.Follow(ctx, me, other); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := s.Unfollow(ctx, me, other); err != nil {

@@ -33,6 +33,9 @@ type Store struct {
 	db    *sql.DB
 	d     *dialect
 	stmts sync.Map // statement text -> *sql.Stmt
+	// OnStatement, if set before use, is told how long each statement
+	// took (for metrics).
+	OnStatement func(time.Duration)
 }
 
 // Open connects to the database named by dsn, applies any migrations not yet
@@ -120,10 +123,14 @@ func WithStats(ctx context.Context) (context.Context, *Stats) {
 	return context.WithValue(ctx, statsKey{}, st), st
 }
 
-func record(ctx context.Context, start time.Time) {
+func (s *Store) record(ctx context.Context, start time.Time) {
+	d := time.Since(start)
 	if st, ok := ctx.Value(statsKey{}).(*Stats); ok {
 		st.queries.Add(1)
-		st.nanos.Add(int64(time.Since(start)))
+		st.nanos.Add(int64(d))
+	}
+	if s.OnStatement != nil {
+		s.OnStatement(d)
 	}
 }
 
@@ -167,7 +174,7 @@ func (r runner) prepared(ctx context.Context, text string) (*sql.Stmt, error) {
 }
 
 func (r runner) query(ctx context.Context, text string, args ...any) (*sql.Rows, error) {
-	defer record(ctx, time.Now())
+	defer r.s.record(ctx, time.Now())
 	st, err := r.prepared(ctx, text)
 	if err != nil {
 		return nil, err
@@ -179,7 +186,7 @@ func (r runner) query(ctx context.Context, text string, args ...any) (*sql.Rows,
 }
 
 func (r runner) exec(ctx context.Context, text string, args ...any) (sql.Result, error) {
-	defer record(ctx, time.Now())
+	defer r.s.record(ctx, time.Now())
 	st, err := r.prepared(ctx, text)
 	if err != nil {
 		return nil, err

@@ -19,43 +19,67 @@ type Pair struct {
 const (
 	selectFollowTime = `SELECT CreatedAt FROM Follows WHERE FollowerId = ? AND FolloweeId = ?`
 	deleteFollow     = `DELETE FROM Follows WHERE FollowerId = ? AND FolloweeId = ?`
-	selectPairUsers  = `SELECT Id FROM Users WHERE Id IN (?, ?)`
+	selectPairUsers  = `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id IN (?, ?)`
 )
 
-// Follow records that follower follows followee and returns when that
-// began. Following again is not an error: already is true and at is the
-// time of the existing follow, also when two follows of one pair race.
-func (s *Store) Follow(ctx context.Context, follower, followee int64) (at time.Time, already bool, err error) {
+// Follow is the outcome of a follow: both users as they are after it,
+// counts included, and when the follow began. Already is true when it
+// existed before; At is then its original time.
+type Follow struct {
+	Follower, Followee User
+	At                 time.Time
+	Already            bool
+}
+
+// Follow records that follower follows followee. Following again is not an
+// error, also when two follows of one pair race.
+func (s *Store) Follow(ctx context.Context, follower, followee int64) (Follow, error) {
 	if follower == followee {
-		return time.Time{}, false, ErrSelfFollow
+		return Follow{}, ErrSelfFollow
 	}
-	err = s.inTx(ctx, func(r runner) error {
-		if err := requireUsers(ctx, r, follower, followee); err != nil {
+	var f Follow
+	err := s.inTx(ctx, func(r runner) error {
+		var err error
+		if f.Follower, f.Followee, err = requireUsers(ctx, r, follower, followee); err != nil {
 			return err
 		}
 		var raw any
-		err := r.queryRow(ctx, s.d.insertFollow, []any{follower, followee}, &raw)
+		err = r.queryRow(ctx, s.d.insertFollow, []any{follower, followee}, &raw)
 		if errors.Is(err, sql.ErrNoRows) {
-			already = true
+			f.Already = true
 			err = r.queryRow(ctx, selectFollowTime, []any{follower, followee}, &raw)
 		}
 		if err != nil {
 			return err
 		}
-		at, err = s.d.scanTime(raw)
+		if !f.Already {
+			// What the count triggers just did; the transaction holds the
+			// write lock, so nothing else moved the counts meanwhile.
+			f.Follower.FollowingCount++
+			f.Followee.FollowerCount++
+		}
+		f.At, err = s.d.scanTime(raw)
 		return err
 	})
 	if err != nil {
-		return time.Time{}, false, fmt.Errorf("follow %d -> %d: %w", follower, followee, err)
+		return Follow{}, fmt.Errorf("follow %d -> %d: %w", follower, followee, err)
 	}
-	return at, already, nil
+	return f, nil
 }
 
-// Unfollow removes the follow of followee by follower and reports whether
-// there was one.
-func (s *Store) Unfollow(ctx context.Context, follower, followee int64) (was bool, err error) {
-	err = s.inTx(ctx, func(r runner) error {
-		if err := requireUsers(ctx, r, follower, followee); err != nil {
+// Unfollow is the outcome of an unfollow: both users as they are after it,
+// and whether there was a follow to remove.
+type Unfollow struct {
+	Follower, Followee User
+	Was                bool
+}
+
+// Unfollow removes the follow of followee by follower, if there is one.
+func (s *Store) Unfollow(ctx context.Context, follower, followee int64) (Unfollow, error) {
+	var u Unfollow
+	err := s.inTx(ctx, func(r runner) error {
+		var err error
+		if u.Follower, u.Followee, err = requireUsers(ctx, r, follower, followee); err != nil {
 			return err
 		}
 		res, err := r.exec(ctx, deleteFollow, follower, followee)
@@ -63,43 +87,45 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee int64) (was boo
 			return err
 		}
 		n, err := res.RowsAffected()
-		was = n > 0
+		if u.Was = n > 0; u.Was {
+			u.Follower.FollowingCount--
+			u.Followee.FollowerCount--
+		}
 		return err
 	})
 	if err != nil {
-		return false, fmt.Errorf("unfollow %d -> %d: %w", follower, followee, err)
+		return Unfollow{}, fmt.Errorf("unfollow %d -> %d: %w", follower, followee, err)
 	}
-	return was, nil
+	return u, nil
 }
 
-// requireUsers checks, inside the write transaction, that both ends of a
-// follow exist, so that the caller learns which one is missing rather than
-// meeting an anonymous foreign key failure.
-func requireUsers(ctx context.Context, r runner, follower, followee int64) error {
+// requireUsers reads, inside the write transaction, both ends of a follow,
+// so that the caller learns which one is missing rather than meeting an
+// anonymous foreign key failure.
+func requireUsers(ctx context.Context, r runner, follower, followee int64) (User, User, error) {
 	rows, err := r.query(ctx, selectPairUsers, follower, followee)
 	if err != nil {
-		return err
+		return User{}, User{}, err
 	}
-	defer rows.Close()
-	var haveFollower, haveFollowee bool
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return err
+	found, err := scanUsers(rows)
+	if err != nil {
+		return User{}, User{}, err
+	}
+	var a, b User
+	for _, u := range found {
+		if u.ID == follower {
+			a = u
+		} else if u.ID == followee {
+			b = u
 		}
-		haveFollower = haveFollower || id == follower
-		haveFollowee = haveFollowee || id == followee
-	}
-	if err := rows.Err(); err != nil {
-		return err
 	}
 	switch {
-	case !haveFollower:
-		return ErrFollowerNotFound
-	case !haveFollowee:
-		return ErrNotFound
+	case a.ID == 0:
+		return a, b, ErrFollowerNotFound
+	case b.ID == 0:
+		return a, b, ErrNotFound
 	}
-	return nil
+	return a, b, nil
 }
 
 // FollowsExist reports, for each pair, whether that follow exists.

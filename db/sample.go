@@ -34,7 +34,7 @@ func (s *Store) LoadSample(ctx context.Context) (bool, error) {
 		ids[name] = u.ID
 	}
 	for _, f := range SampleFollows {
-		if _, _, err := s.Follow(ctx, ids[f[0]], ids[f[1]]); err != nil {
+		if _, err := s.Follow(ctx, ids[f[0]], ids[f[1]]); err != nil {
 			return false, fmt.Errorf("load sample graph: %w", err)
 		}
 	}

@@ -164,12 +164,12 @@ func TestFollowOutcomes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			at, already, err := s.Follow(ctx, tc.follower, tc.followe)
+			f, err := s.Follow(ctx, tc.follower, tc.followe)
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("err = %v, want %v", err, tc.wantErr)
 			}
-			if err == nil && (already != tc.wantAlready || at.IsZero()) {
-				t.Errorf("already = %v at %v, want already %v and a time", already, at, tc.wantAlready)
+			if err == nil && (f.Already != tc.wantAlready || f.At.IsZero() || f.Follower.ID != tc.follower || f.Followee.ID != tc.followe) {
+				t.Errorf("follow = %+v, want already %v, a time and both users", f, tc.wantAlready)
 			}
 		})
 	}
@@ -182,13 +182,13 @@ func TestFollowOutcomes(t *testing.T) {
 		t.Errorf("dave->alice, alice->dave exist = %v, want [true false]", exist)
 	}
 
-	was, err := s.Unfollow(ctx, ids["dave"], ids["alice"])
-	if err != nil || !was {
-		t.Errorf("unfollow existing: %v, %v; want true, nil", was, err)
+	u, err := s.Unfollow(ctx, ids["dave"], ids["alice"])
+	if err != nil || !u.Was || u.Followee.FollowerCount != 1 {
+		t.Errorf("unfollow existing: %+v, %v; want it was, alice left with 1 follower", u, err)
 	}
-	was, err = s.Unfollow(ctx, ids["dave"], ids["alice"])
-	if err != nil || was {
-		t.Errorf("unfollow again: %v, %v; want false, nil", was, err)
+	u, err = s.Unfollow(ctx, ids["dave"], ids["alice"])
+	if err != nil || u.Was {
+		t.Errorf("unfollow again: %+v, %v; want it was not", u, err)
 	}
 	if _, err := s.Unfollow(ctx, ids["dave"], 999); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unfollow missing user: %v, want ErrNotFound", err)
@@ -215,7 +215,8 @@ func TestConcurrentFollowsOfOnePair(t *testing.T) {
 	created, errs := 0, []error{}
 	for range 20 {
 		wg.Go(func() {
-			_, already, err := s.Follow(ctx, ids["dave"], ids["carol"])
+			f, err := s.Follow(ctx, ids["dave"], ids["carol"])
+			already := f.Already
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -268,7 +269,7 @@ func TestPagingNewestFirst(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := s.Follow(ctx, u.ID, star.ID); err != nil {
+		if _, err := s.Follow(ctx, u.ID, star.ID); err != nil {
 			t.Fatal(err)
 		}
 		made = append(made, u.Name)
@@ -380,8 +381,8 @@ func TestCountsStayExact(t *testing.T) {
 		name string
 		do   func() error
 	}{
-		{"follow", func() error { _, _, err := s.Follow(ctx, ids["dave"], ids["alice"]); return err }},
-		{"follow again", func() error { _, _, err := s.Follow(ctx, ids["dave"], ids["alice"]); return err }},
+		{"follow", func() error { _, err := s.Follow(ctx, ids["dave"], ids["alice"]); return err }},
+		{"follow again", func() error { _, err := s.Follow(ctx, ids["dave"], ids["alice"]); return err }},
 		{"unfollow", func() error { _, err := s.Unfollow(ctx, ids["alice"], ids["bob"]); return err }},
 		{"unfollow again", func() error { _, err := s.Unfollow(ctx, ids["alice"], ids["bob"]); return err }},
 		{"delete a user", func() error { _, err := s.DeleteUser(ctx, ids["carol"]); return err }},

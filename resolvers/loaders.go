@@ -26,9 +26,13 @@ type loaders struct {
 }
 
 // batched adapts a store method that answers many keys at once, or fails
-// as a whole, to the loader's fetch function.
-func batched[K comparable, V any](fetch func(context.Context, []K) ([]V, error)) func(context.Context, []K) ([]V, []error) {
+// as a whole, to the loader's fetch function, telling onBatch (if any) the
+// size of each batch.
+func batched[K comparable, V any](name string, onBatch func(string, int), fetch func(context.Context, []K) ([]V, error)) func(context.Context, []K) ([]V, []error) {
 	return func(ctx context.Context, keys []K) ([]V, []error) {
+		if onBatch != nil {
+			onBatch(name, len(keys))
+		}
 		vs, err := fetch(ctx, keys)
 		if err != nil {
 			return nil, []error{err}
@@ -37,7 +41,7 @@ func batched[K comparable, V any](fetch func(context.Context, []K) ([]V, error))
 	}
 }
 
-func newLoaders(s *db.Store, wait time.Duration) *loaders {
+func newLoaders(s *db.Store, wait time.Duration, onBatch func(string, int)) *loaders {
 	w := dataloadgen.WithWait(wait)
 	// Batches that become one UNION ALL branch per key are capped at what
 	// one statement may hold.
@@ -48,13 +52,13 @@ func newLoaders(s *db.Store, wait time.Duration) *loaders {
 		}
 	}
 	return &loaders{
-		users:        dataloadgen.NewLoader(batched(s.UsersByID), w),
-		follows:      dataloadgen.NewLoader(batched(s.FollowsExist), w),
-		followers:    dataloadgen.NewLoader(batched(pages(db.Followers)), w, capped),
-		following:    dataloadgen.NewLoader(batched(pages(db.Following)), w, capped),
-		mutual:       dataloadgen.NewLoader(batched(s.MutualPages), w, capped),
-		mutualCounts: dataloadgen.NewLoader(batched(s.MutualCounts), w),
-		suggestions:  dataloadgen.NewLoader(batched(s.Suggestions), w, capped),
+		users:        dataloadgen.NewLoader(batched("users", onBatch, s.UsersByID), w),
+		follows:      dataloadgen.NewLoader(batched("follows", onBatch, s.FollowsExist), w),
+		followers:    dataloadgen.NewLoader(batched("followers", onBatch, pages(db.Followers)), w, capped),
+		following:    dataloadgen.NewLoader(batched("following", onBatch, pages(db.Following)), w, capped),
+		mutual:       dataloadgen.NewLoader(batched("mutual", onBatch, s.MutualPages), w, capped),
+		mutualCounts: dataloadgen.NewLoader(batched("mutualCounts", onBatch, s.MutualCounts), w),
+		suggestions:  dataloadgen.NewLoader(batched("suggestions", onBatch, s.Suggestions), w, capped),
 	}
 }
 
@@ -87,7 +91,7 @@ type loadersKey struct{}
 // Middleware gives each request its own loaders.
 func (r *Resolver) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		mk := func() *loaders { return newLoaders(r.Store, r.BatchWait) }
+		mk := func() *loaders { return newLoaders(r.Store, r.BatchWait, r.OnBatch) }
 		rl := &requestLoaders{cur: mk(), make: mk}
 		next.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), loadersKey{}, rl)))
 	})
@@ -99,7 +103,7 @@ func (r *Resolver) loadersFor(ctx context.Context) *loaders {
 	if rl, ok := ctx.Value(loadersKey{}).(*requestLoaders); ok {
 		return rl.get()
 	}
-	return newLoaders(r.Store, r.BatchWait)
+	return newLoaders(r.Store, r.BatchWait, r.OnBatch)
 }
 
 // freshLoaders drops what the request's loaders have cached.

@@ -17,4 +17,6 @@ type Resolver struct {
 	// BatchWait is how long a loader gathers keys before it runs its
 	// statement: long enough for the resolvers of one list to join in.
 	BatchWait time.Duration
+	// OnBatch, if set, is told each loader batch's size (for metrics).
+	OnBatch func(loader string, keys int)
 }

@@ -23,7 +23,7 @@ func (r *mutationResolver) CreateUser(ctx context.Context, input model.CreateUse
 	if err != nil {
 		return nil, storeError(ctx, err)
 	}
-	freshLoaders(ctx)
+	r.wrote(ctx, &u)
 	return &model.CreateUserPayload{User: &u, Token: r.Tokens.Mint(u.ID)}, nil
 }
 
@@ -33,15 +33,12 @@ func (r *mutationResolver) Follow(ctx context.Context, input model.FollowInput) 
 	if err != nil {
 		return nil, err
 	}
-	at, already, err := r.Store.Follow(ctx, me.ID, id)
+	f, err := r.Store.Follow(ctx, me.ID, id)
 	if err != nil {
 		return nil, storeError(ctx, err)
 	}
-	users, err := r.changedUsers(ctx, me.ID, id)
-	if err != nil {
-		return nil, err
-	}
-	return &model.FollowPayload{Follower: users[0], Followee: users[1], FollowedAt: at, AlreadyFollowing: already}, nil
+	r.wrote(ctx, &f.Follower, &f.Followee)
+	return &model.FollowPayload{Follower: &f.Follower, Followee: &f.Followee, FollowedAt: f.At, AlreadyFollowing: f.Already}, nil
 }
 
 // Unfollow is the resolver for the unfollow field.
@@ -50,15 +47,12 @@ func (r *mutationResolver) Unfollow(ctx context.Context, input model.UnfollowInp
 	if err != nil {
 		return nil, err
 	}
-	was, err := r.Store.Unfollow(ctx, me.ID, id)
+	u, err := r.Store.Unfollow(ctx, me.ID, id)
 	if err != nil {
 		return nil, storeError(ctx, err)
 	}
-	users, err := r.changedUsers(ctx, me.ID, id)
-	if err != nil {
-		return nil, err
-	}
-	return &model.UnfollowPayload{Follower: users[0], Followee: users[1], WasFollowing: was}, nil
+	r.wrote(ctx, &u.Follower, &u.Followee)
+	return &model.UnfollowPayload{Follower: &u.Follower, Followee: &u.Followee, WasFollowing: u.Was}, nil
 }
 
 // DeleteUser is the resolver for the deleteUser field.

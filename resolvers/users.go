@@ -20,21 +20,14 @@ func (r *Resolver) userByID(ctx context.Context, id int64) (*db.User, error) {
 	return u, nil
 }
 
-// changedUsers loads users after a mutation wrote, in one batch, with
-// loaders emptied of what the request had read before the write (counts
-// among it). Each must exist.
-func (r *Resolver) changedUsers(ctx context.Context, ids ...int64) ([]*db.User, error) {
+// wrote empties the request's loaders of what it read before a mutation
+// wrote, and primes them with the users as the write left them.
+func (r *Resolver) wrote(ctx context.Context, users ...*db.User) {
 	freshLoaders(ctx)
-	users, err := r.loadersFor(ctx).users.LoadAll(ctx, ids)
-	if err != nil {
-		return nil, storeError(ctx, err)
-	}
+	l := r.loadersFor(ctx)
 	for _, u := range users {
-		if u == nil {
-			return nil, userError(ctx, CodeNotFound, "no such user")
-		}
+		l.users.Prime(u.ID, u)
 	}
-	return users, nil
 }
 
 // viewerPair tells whether the viewer follows the user (viewerFollows) or

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are what GET /metrics serves, in Prometheus' format.
+type metrics struct {
+	registry   *prometheus.Registry
+	requests   *prometheus.CounterVec
+	latency    *prometheus.HistogramVec
+	statements prometheus.Histogram
+	batches    *prometheus.HistogramVec
+	errors     *prometheus.CounterVec
+
+	mu  sync.Mutex
+	ops map[string]bool
+}
+
+// maxOperationLabels bounds the operation names kept as labels: clients
+// choose the names, and an unbounded label set would grow without end.
+const maxOperationLabels = 200
+
+func newMetrics() *metrics {
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "follows_graphql_requests_total", Help: "GraphQL operations run, by operation name.",
+		}, []string{"operation"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "follows_graphql_request_duration_seconds", Help: "Time to answer a GraphQL operation, by operation name.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}, []string{"operation"}),
+		statements: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "follows_sql_statement_duration_seconds", Help: "Time each SQL statement took; its count is the number of statements.",
+			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16),
+		}),
+		batches: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "follows_loader_batch_size", Help: "Keys a loader answered in one batched statement, by loader.",
+			Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 128},
+		}, []string{"loader"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "follows_graphql_errors_total", Help: "Errors sent to clients, by extensions.code.",
+		}, []string{"code"}),
+		ops: map[string]bool{},
+	}
+	m.registry.MustRegister(m.requests, m.latency, m.statements, m.batches, m.errors,
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *metrics) operation(name string, d time.Duration) {
+	if name == "" {
+		name = "anonymous"
+	}
+	m.mu.Lock()
+	if !m.ops[name] {
+		if len(m.ops) >= maxOperationLabels {
+			name = "other"
+		} else {
+			m.ops[name] = true
+		}
+	}
+	m.mu.Unlock()
+	m.requests.WithLabelValues(name).Inc()
+	m.latency.WithLabelValues(name).Observe(d.Seconds())
+}
+
+func (m *metrics) statement(d time.Duration) { m.statements.Observe(d.Seconds()) }
+func (m *metrics) batch(loader string, keys int) {
+	m.batches.WithLabelValues(loader).Observe(float64(keys))
+}
+func (m *metrics) error(code string) { m.errors.WithLabelValues(code).Inc() }

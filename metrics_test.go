@@ -1,0 +1,86 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// /metrics counts operations by name, SQL statements, loader batches and
+// errors by code; /readyz answers while the database does; the request log
+// names the operation.
+func TestOperationsEndpoints(t *testing.T) {
+	s := startServer(t)
+	s.sample()
+	s.data("", `query Profile { users(first: 4) { nodes { name followers { nodes { name } } } } }`, nil, &struct{}{})
+	s.do("", `query Broken { user(id: "x") { id } }`, nil)
+	s.raw("POST", "/graphql", "text/plain", []byte("hi"), nil)
+
+	get := func(path string) (int, string) {
+		resp, err := http.Get(s.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	status, body := get("/metrics")
+	if status != 200 {
+		t.Fatalf("/metrics: %d", status)
+	}
+	for _, want := range []string{
+		`follows_graphql_requests_total{operation="Profile"} 1`,
+		`follows_graphql_request_duration_seconds_count{operation="Profile"} 1`,
+		`follows_graphql_errors_total{code="BAD_USER_INPUT"} 1`,
+		`follows_graphql_errors_total{code="BAD_REQUEST"} 1`,
+		`follows_loader_batch_size_count{loader="followers"}`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if m := regexp.MustCompile(`follows_sql_statement_duration_seconds_count (\d+)`).FindStringSubmatch(body); m == nil || m[1] == "0" {
+		t.Errorf("/metrics counts no SQL statements")
+	}
+	if status, body := get("/readyz"); status != 200 || body != "ready\n" {
+		t.Errorf("/readyz = %d %q", status, body)
+	}
+	if !strings.Contains(s.logs.String(), "operation=Profile") {
+		t.Errorf("the request log does not name the operation:\n%s", s.logs)
+	}
+	s.store.Close()
+	if status, _ := get("/readyz"); status != 503 {
+		t.Errorf("/readyz with the database closed = %d, want 503", status)
+	}
+}
+
+// -log-format json writes one JSON object per line, requests included.
+func TestJSONLog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary")
+	}
+	bin := buildBinary(t)
+	cmd, url, lines := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "x.db"), "-log-format", "json")
+	post(t, url, "", `query Who { viewer { id } }`)
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	found := false
+	for l := range lines {
+		var entry map[string]any
+		if err := json.Unmarshal([]byte(l), &entry); err != nil {
+			t.Errorf("not a JSON line: %q", l)
+		}
+		if entry["operation"] == "Who" {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no JSON log line for the request")
+	}
+}
