@@ -39,6 +39,13 @@ func TestGraphiQLInBrowser(t *testing.T) {
 	}
 	server, _ := url.Parse(s.url)
 
+	// Chromium's helpers may still write to their profile for a moment
+	// after it exits, so the profile is removed without t.TempDir's check.
+	profile, err := os.MkdirTemp("", "follows-chromium")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(profile)
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(exe),
 		chromedp.Headless,
@@ -46,7 +53,7 @@ func TestGraphiQLInBrowser(t *testing.T) {
 		chromedp.DisableGPU,
 		chromedp.NoFirstRun,
 		chromedp.NoDefaultBrowserCheck,
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
@@ -65,7 +72,7 @@ func TestGraphiQLInBrowser(t *testing.T) {
 	var result string
 	var shot []byte
 	var fetched []string
-	err := chromedp.Run(ctx,
+	err = chromedp.Run(ctx,
 		chromedp.Navigate(s.url+"/"),
 		chromedp.WaitVisible(".graphiql-execute-button", chromedp.ByQuery),
 		chromedp.Click(".graphiql-execute-button", chromedp.ByQuery),

@@ -208,3 +208,24 @@ func TestSecretNeverShown(t *testing.T) {
 		}
 	}
 }
+
+// `schema` prints each dialect's DDL without a database.
+func TestSchemaSubcommand(t *testing.T) {
+	for dialect, want := range map[string]string{
+		"sqlserver": "CONSTRAINT [FK_Follows_Users_FolloweeId] FOREIGN KEY ([FolloweeId]) REFERENCES [Users] ([Id]) ON DELETE CASCADE,",
+		"sqlite":    `CONSTRAINT "PK_Follows" PRIMARY KEY ("FollowerId", "FolloweeId")`,
+	} {
+		var out, errs strings.Builder
+		dir := t.TempDir()
+		t.Chdir(dir)
+		if err := run(context.Background(), []string{"schema", "-dialect", dialect}, &out, &errs, func(string) string { return "" }); err != nil {
+			t.Fatalf("schema -dialect %s: %v %s", dialect, err, errs.String())
+		}
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("schema -dialect %s lacks %s", dialect, want)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+			t.Errorf("schema -dialect %s wrote files: it must touch no database", dialect)
+		}
+	}
+}

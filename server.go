@@ -3,6 +3,7 @@
 //	follows [flags]                    serve (the default)
 //	follows token -user ID [flags]     print a bearer token for a user
 //	follows import -users U -follows F bulk-load a graph from CSV files
+//	follows schema -dialect sqlserver   print the DDL the migrations apply
 //
 // Run with -h for the flags; each has an environment fallback.
 package main
@@ -95,7 +96,7 @@ func (c *config) flags(fs *flag.FlagSet, getenv func(string) string) {
 	if err != nil {
 		ttl = c.tokenTTL
 	}
-	fs.StringVar(&c.dsn, "db", env("DATABASE_URL", c.dsn), "database: a SQLite path or file: URI (env DATABASE_URL)")
+	fs.StringVar(&c.dsn, "db", env("DATABASE_URL", c.dsn), "database: a SQLite path or file: URI, or sqlserver://user:pass@host:1433?database=NAME (env DATABASE_URL)")
 	fs.StringVar(&c.secret, "secret", env("TOKEN_SECRET", ""), "secret that signs bearer tokens; every instance needs the same one (env TOKEN_SECRET)")
 	fs.DurationVar(&c.tokenTTL, "token-ttl", ttl, "how long a minted token stays valid (env TOKEN_TTL)")
 }
@@ -107,6 +108,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 			return runToken(ctx, args[1:], stdout, stderr, getenv)
 		case "import":
 			return runImport(ctx, args[1:], stdout, stderr, getenv)
+		case "schema":
+			return runSchema(args[1:], stdout, stderr)
 		}
 	}
 	c := defaultConfig()
@@ -250,4 +253,21 @@ func checkCounts(ctx context.Context, dsn string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%d users had drifted counts; repaired\n", len(drift))
 	return nil
+}
+
+// runSchema prints the full DDL script for a dialect, touching no database:
+// what a DBA reviews before the server applies it.
+func runSchema(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("follows schema", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dialect := fs.String("dialect", "sqlite", "sqlite or sqlserver")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	script, err := db.SchemaScript(*dialect)
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(stdout, script)
+	return err
 }

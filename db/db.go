@@ -25,7 +25,14 @@ var (
 	ErrSelfFollow       = errors.New("cannot follow yourself")
 	ErrNameTaken        = errors.New("name is already taken")
 	ErrFollowerNotFound = errors.New("follower does not exist")
+
+	// errRetry marks a transaction that lost a race (a deadlock, a
+	// duplicate key) and may succeed if run again.
+	errRetry = errors.New("transaction lost a race")
 )
+
+// maxTxAttempts bounds how often a transaction that lost a race is run.
+const maxTxAttempts = 3
 
 // Store is the follower graph kept in a SQL database. It is safe for
 // concurrent use; open it once per process with Open.
@@ -173,8 +180,17 @@ func (r runner) prepared(ctx context.Context, text string) (*sql.Stmt, error) {
 	return r.s.stmt(ctx, text)
 }
 
+// args converts parameters to the driver's preferred forms.
+func (r runner) args(args []any) []any {
+	for i, a := range args {
+		args[i] = r.s.d.arg(a)
+	}
+	return args
+}
+
 func (r runner) query(ctx context.Context, text string, args ...any) (*sql.Rows, error) {
 	defer r.s.record(ctx, time.Now())
+	args = r.args(args)
 	st, err := r.prepared(ctx, text)
 	if err != nil {
 		return nil, err
@@ -187,6 +203,7 @@ func (r runner) query(ctx context.Context, text string, args ...any) (*sql.Rows,
 
 func (r runner) exec(ctx context.Context, text string, args ...any) (sql.Result, error) {
 	defer r.s.record(ctx, time.Now())
+	args = r.args(args)
 	st, err := r.prepared(ctx, text)
 	if err != nil {
 		return nil, err
@@ -223,11 +240,17 @@ func (s *Store) read() runner { return runner{s: s} }
 // On SQLite the transaction takes the write lock when it begins (see the
 // DSN's _txlock), so a read followed by a write never fails with SQLITE_BUSY.
 func (s *Store) inTx(ctx context.Context, fn func(r runner) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return s.d.classify(err)
+	for attempt := 1; ; attempt++ {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return s.d.classify(err)
+		}
+		err = s.runTx(tx, fn)
+		if attempt < maxTxAttempts && errors.Is(err, errRetry) {
+			continue
+		}
+		return err
 	}
-	return s.runTx(tx, fn)
 }
 
 func (s *Store) runTx(tx *sql.Tx, fn func(r runner) error) error {

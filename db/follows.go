@@ -135,10 +135,7 @@ func (s *Store) FollowsExist(ctx context.Context, pairs []Pair) ([]bool, error) 
 		list[i] = [2]int64{p.Follower, p.Followee}
 	}
 	b, _ := json.Marshal(list)
-	rows, err := s.read().query(ctx, `
-SELECT f.FollowerId, f.FolloweeId
-FROM json_each(?) AS p
-JOIN Follows AS f ON f.FollowerId = p.value ->> 0 AND f.FolloweeId = p.value ->> 1`, string(b))
+	rows, err := s.read().query(ctx, s.d.followsExist, string(b))
 	if err != nil {
 		return nil, fmt.Errorf("look up follows: %w", err)
 	}

@@ -78,6 +78,9 @@ func (s *Store) Import(ctx context.Context, userFile string, users iter.Seq2[Use
 		bad = append(bad, re)
 		return true
 	}
+	if s.d.setAsideFollowIndexes == nil {
+		return ImportStats{}, fmt.Errorf("import: bulk import supports SQLite; import into a SQLite file and move it with export")
+	}
 	err := s.bulkTx(ctx, func(r runner) error {
 		ids, names, err := existingUsers(ctx, r)
 		if err != nil {
@@ -111,7 +114,7 @@ func (s *Store) Import(ctx context.Context, userFile string, users iter.Seq2[Use
 			return err
 		}
 
-		restore, err := setAsideFollowIndexes(ctx, r)
+		restore, err := s.d.setAsideFollowIndexes(ctx, r)
 		if err != nil {
 			return err
 		}
@@ -187,45 +190,6 @@ func existingUsers(ctx context.Context, r runner) (map[int64]bool, map[string]bo
 		ids[id], names[strings.ToLower(name)] = true, true
 	}
 	return ids, names, rows.Err()
-}
-
-// setAsideFollowIndexes drops the follow table's secondary indexes and
-// triggers, and returns what recreates them from their own saved SQL.
-// Building an index once from all rows is far faster than keeping it
-// through millions of inserts, and the counts are recounted at the end.
-func setAsideFollowIndexes(ctx context.Context, r runner) (restore func() error, err error) {
-	rows, err := r.query(ctx, `SELECT type, name, sql FROM sqlite_schema
-WHERE tbl_name = 'Follows' AND type IN ('index', 'trigger') AND sql IS NOT NULL`)
-	if err != nil {
-		return nil, err
-	}
-	type object struct{ kind, name, sql string }
-	var saved []object
-	for rows.Next() {
-		var o object
-		if err := rows.Scan(&o.kind, &o.name, &o.sql); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		saved = append(saved, o)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	for _, o := range saved {
-		if _, err := r.tx.ExecContext(ctx, fmt.Sprintf(`DROP %s "%s"`, strings.ToUpper(o.kind), strings.ReplaceAll(o.name, `"`, `""`))); err != nil {
-			return nil, err
-		}
-	}
-	return func() error {
-		for _, o := range saved {
-			if _, err := r.tx.ExecContext(ctx, o.sql); err != nil {
-				return fmt.Errorf("recreate %s %s: %w", o.kind, o.name, err)
-			}
-		}
-		return nil
-	}, nil
 }
 
 // bulkTx runs fn in one transaction on a connection of its own, set up

@@ -5,9 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"math"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
 )
 
@@ -70,75 +67,31 @@ type SuggestionQuery struct {
 	First int
 }
 
-// The statements below answer one query for each of many users in a single
-// statement: one UNION ALL branch per user, each of which seeks that user's
-// index range and stops at its LIMIT. Unlike ROW_NUMBER() over partitions,
-// the cost does not grow with the size of a popular user's list. Each
-// branch's first column is the position of its query in the batch.
-//
-// A branch compares a cursor only for pages after the first; see
-// pageBranch for how its LIMIT is written.
-var (
-	followersBranch = `SELECT * FROM (
-  SELECT ? AS k, f.CreatedAt, ` + userColumns + `
-  FROM Follows AS f JOIN Users AS u ON u.Id = f.FollowerId
-  WHERE f.FolloweeId = ? /*after*/AND (f.CreatedAt, f.FollowerId) < (?, ?)/*end*/
-  ORDER BY f.CreatedAt DESC, f.FollowerId DESC LIMIT /*limit*/)`
-	followingBranch = `SELECT * FROM (
-  SELECT ? AS k, f.CreatedAt, ` + userColumns + `
-  FROM Follows AS f JOIN Users AS u ON u.Id = f.FolloweeId
-  WHERE f.FollowerId = ? /*after*/AND (f.CreatedAt, f.FolloweeId) < (?, ?)/*end*/
-  ORDER BY f.CreatedAt DESC, f.FolloweeId DESC LIMIT /*limit*/)`
-	// Mutual follows walk the user's own following list, newest first, and
-	// keep those who follow back: the cost is bounded by the user's own
-	// list, whatever the popularity of the people in it.
-	mutualBranch = `SELECT * FROM (
-  SELECT ? AS k, f.CreatedAt, ` + userColumns + `
-  FROM Follows AS f JOIN Users AS u ON u.Id = f.FolloweeId
-  WHERE f.FollowerId = ? /*after*/AND (f.CreatedAt, f.FolloweeId) < (?, ?)/*end*/
-    AND EXISTS (SELECT 1 FROM Follows AS b WHERE b.FollowerId = f.FolloweeId AND b.FolloweeId = f.FollowerId)
-  ORDER BY f.CreatedAt DESC, f.FolloweeId DESC LIMIT /*limit*/)`
-	// Suggestions are the people followed by those the user follows: the
-	// cost is the sum of their following lists, never a popular account's
-	// followers.
-	suggestionsBranch = `SELECT * FROM (
-  SELECT ? AS k, s.Via, ` + userColumns + `
-  FROM (SELECT f2.FolloweeId AS Id, COUNT(*) AS Via
-        FROM Follows AS f1 JOIN Follows AS f2 ON f2.FollowerId = f1.FolloweeId
-        WHERE f1.FollowerId = ? AND f2.FolloweeId <> f1.FollowerId
-          AND NOT EXISTS (SELECT 1 FROM Follows AS f3 WHERE f3.FollowerId = f1.FollowerId AND f3.FolloweeId = f2.FolloweeId)
-        GROUP BY f2.FolloweeId) AS s
-  JOIN Users AS u ON u.Id = s.Id
-  ORDER BY s.Via DESC, u.Name ASC, s.Id ASC LIMIT ?)`
+// listKind names the per-user lists a dialect batches.
+type listKind int
+
+const (
+	listFollowers listKind = iota
+	listFollowing
+	listMutual
 )
 
-// limitBuckets are the LIMITs written into pages after the first: the
-// smallest that holds first+1 rows, the extra rows dropped in Go.
-var limitBuckets = []int{11, 21, 51, 101}
+// endOfList is a cursor past every real entry: pages after a cursor start
+// there when a batch mixes first and later pages.
+var endOfList = Cursor{At: time.Date(9999, 12, 31, 23, 59, 59, 999999900, time.UTC), ID: math.MaxInt32}
 
-// pageBranch makes a list branch's text. A first page compares no cursor
-// and binds its LIMIT. A later page compares the cursor and has its LIMIT
-// written in as one of limitBuckets (our constant, never a client's value):
-// SQLite re-prepares, on every run, a statement whose bound LIMIT meets a
-// bound range on an index, which for fifty branches tripled its cost
-// (measured: 2.9 ms against 0.9 ms).
-func pageBranch(tmpl string, after bool, limit int) string {
-	head, rest, _ := strings.Cut(tmpl, "/*after*/")
-	cond, tail, _ := strings.Cut(rest, "/*end*/")
-	if !after {
-		return head + strings.Replace(tail, "/*limit*/", "?", 1)
-	}
-	return head + cond + strings.Replace(tail, "/*limit*/", strconv.Itoa(limit), 1)
-}
+// MaxBatch is the most queries one batch statement answers; loaders must
+// not send more.
+const MaxBatch = 128
 
 // FollowPages returns, for each query, a page of the user's followers or
 // following, newest follow first.
 func (s *Store) FollowPages(ctx context.Context, dir Direction, qs []PageQuery) ([]Page, error) {
-	branch := followersBranch
+	kind := listFollowers
 	if dir == Following {
-		branch = followingBranch
+		kind = listFollowing
 	}
-	pages, err := s.pages(ctx, branch, qs)
+	pages, err := s.pages(ctx, kind, qs)
 	if err != nil {
 		return nil, fmt.Errorf("load %s pages: %w", dir, err)
 	}
@@ -148,7 +101,7 @@ func (s *Store) FollowPages(ctx context.Context, dir Direction, qs []PageQuery) 
 // MutualPages returns, for each query, a page of the people the user
 // follows who follow the user back, newest follow by the user first.
 func (s *Store) MutualPages(ctx context.Context, qs []PageQuery) ([]Page, error) {
-	pages, err := s.pages(ctx, mutualBranch, qs)
+	pages, err := s.pages(ctx, listMutual, qs)
 	if err != nil {
 		return nil, fmt.Errorf("load mutual follows: %w", err)
 	}
@@ -158,11 +111,7 @@ func (s *Store) MutualPages(ctx context.Context, qs []PageQuery) ([]Page, error)
 // MutualCounts returns, for each id, how many of the people it follows
 // follow it back.
 func (s *Store) MutualCounts(ctx context.Context, ids []int64) ([]int, error) {
-	rows, err := s.read().query(ctx, `
-SELECT k.value, (SELECT COUNT(*) FROM Follows AS f
-                 WHERE f.FollowerId = k.value
-                   AND EXISTS (SELECT 1 FROM Follows AS b WHERE b.FollowerId = f.FolloweeId AND b.FolloweeId = f.FollowerId))
-FROM json_each(?) AS k`, idList(ids))
+	rows, err := s.read().query(ctx, s.d.mutualCounts, idList(ids))
 	if err != nil {
 		return nil, fmt.Errorf("count mutual follows: %w", err)
 	}
@@ -191,58 +140,32 @@ FROM json_each(?) AS k`, idList(ids))
 // follows; ties go by name.
 func (s *Store) Suggestions(ctx context.Context, qs []SuggestionQuery) ([][]Suggestion, error) {
 	out := make([][]Suggestion, len(qs))
-	err := s.batch(ctx, suggestionsBranch, len(qs),
-		func(i int) []any { return []any{i, qs[i].User, qs[i].First} },
-		[]any{-1, 0, 0},
-		func(rows *sql.Rows) error {
-			var i int
-			var sg Suggestion
-			if err := rows.Scan(append([]any{&i, &sg.Via}, sg.User.scanDest()...)...); err != nil {
-				return err
-			}
-			out[i] = append(out[i], sg)
-			return nil
-		})
+	if len(qs) == 0 {
+		return out, nil
+	}
+	text, args := s.d.suggestionsQuery(qs)
+	err := s.scanBatch(ctx, text, args, func(rows *sql.Rows) error {
+		var i int
+		var sg Suggestion
+		if err := rows.Scan(append([]any{&i, &sg.Via}, sg.User.scanDest()...)...); err != nil {
+			return err
+		}
+		out[i] = append(out[i], sg)
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("load suggestions: %w", err)
 	}
 	return out, nil
 }
 
-func (s *Store) pages(ctx context.Context, tmpl string, qs []PageQuery) ([]Page, error) {
+func (s *Store) pages(ctx context.Context, kind listKind, qs []PageQuery) ([]Page, error) {
 	out := make([]Page, len(qs))
-	// A batch is all first pages, or else every branch compares a cursor,
-	// a first page's being one past the end of its list.
-	after, limit := false, 0
-	for _, q := range qs {
-		after = after || !q.After.IsZero()
-		limit = max(limit, q.First+1)
+	if len(qs) == 0 {
+		return out, nil
 	}
-	end := Cursor{At: time.Date(9999, 12, 31, 23, 59, 59, 999999900, time.UTC), ID: math.MaxInt64}
-	args := func(i int) []any {
-		// One more row than asked tells whether another page follows.
-		q := qs[i]
-		return []any{i, q.User, q.First + 1}
-	}
-	pad := []any{-1, 0, 0}
-	if after {
-		for _, b := range limitBuckets {
-			if b >= limit {
-				limit = b
-				break
-			}
-		}
-		args = func(i int) []any {
-			q := qs[i]
-			c := q.After
-			if c.IsZero() {
-				c = end
-			}
-			return []any{i, q.User, s.d.timeArg(c.At), c.ID}
-		}
-		pad = []any{-1, 0, s.d.timeArg(end.At), 0}
-	}
-	err := s.batch(ctx, pageBranch(tmpl, after, limit), len(qs), args, pad,
+	text, args := s.d.pagesQuery(kind, qs)
+	err := s.scanBatch(ctx, text, args,
 		func(rows *sql.Rows) error {
 			var i int
 			var e Edge
@@ -266,59 +189,9 @@ func (s *Store) pages(ctx context.Context, tmpl string, qs []PageQuery) ([]Page,
 	return out, err
 }
 
-type unionKey struct {
-	branch string
-	size   int
-}
-
-var unionTexts sync.Map // unionKey -> string
-
-// unionText is size copies of branch joined by UNION ALL, built once.
-func unionText(branch string, size int) string {
-	k := unionKey{branch, size}
-	if t, ok := unionTexts.Load(k); ok {
-		return t.(string)
-	}
-	t := strings.TrimSuffix(strings.Repeat(branch+"\nUNION ALL\n", size), "\nUNION ALL\n")
-	unionTexts.Store(k, t)
-	return t
-}
-
-// batchSizes are the branch counts a batch statement is padded to, so that
-// a handful of statement texts, each prepared once, serve every batch.
-var batchSizes = []int{1, 2, 4, 8, 16, 32, 64, 128}
-
-// MaxBatch is the most queries one batch statement answers; loaders must
-// not send more.
-const MaxBatch = 128
-
-// batch runs n queries as one UNION ALL statement of branch, padded with
-// branches that match nothing, and hands each row to scan. args gives a
-// query's parameters, the first being its position, which each row echoes
-// in its first column.
-func (s *Store) batch(ctx context.Context, branch string, n int, args func(i int) []any, pad []any, scan func(rows *sql.Rows) error) error {
-	if n == 0 {
-		return nil
-	}
-	if n > MaxBatch {
-		return fmt.Errorf("batch of %d exceeds %d", n, MaxBatch)
-	}
-	size := batchSizes[len(batchSizes)-1]
-	for _, b := range batchSizes {
-		if b >= n {
-			size = b
-			break
-		}
-	}
-	var params []any
-	for i := range size {
-		if i < n {
-			params = append(params, args(i)...)
-		} else {
-			params = append(params, pad...)
-		}
-	}
-	rows, err := s.read().query(ctx, unionText(branch, size), params...)
+// scanBatch runs a batch statement and hands each row to scan.
+func (s *Store) scanBatch(ctx context.Context, text string, args []any, scan func(rows *sql.Rows) error) error {
+	rows, err := s.read().query(ctx, text, args...)
 	if err != nil {
 		return err
 	}

@@ -2,8 +2,10 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,10 +24,77 @@ func openTestStore(t *testing.T) *Store {
 	return s
 }
 
-// sampleStore is a store holding the sample graph, with its users' ids.
-func sampleStore(t *testing.T) (*Store, map[string]int64) {
+// opener opens an empty store for a test.
+type opener func(t *testing.T) *Store
+
+// TestStore runs the store's behaviour tests against every dialect: SQLite
+// always, on a fresh file each; SQL Server when MSSQL_DSN names one (its
+// tables are emptied before each test), and otherwise says it skipped.
+func TestStore(t *testing.T) {
+	suite := map[string]func(*testing.T, opener){
+		"SampleGraph":                     testSampleGraph,
+		"DeleteUserRemovesBothDirections": testDeleteUserRemovesBothDirections,
+		"FollowOutcomes":                  testFollowOutcomes,
+		"SelfFollowRefusedByConstraint":   testSelfFollowRefusedByConstraint,
+		"ConcurrentFollowsOfOnePair":      testConcurrentFollowsOfOnePair,
+		"CreateUserNameTaken":             testCreateUserNameTaken,
+		"PagingNewestFirst":               testPagingNewestFirst,
+		"BatchMatchesSingleQueries":       testBatchMatchesSingleQueries,
+		"CountsStayExact":                 testCountsStayExact,
+	}
+	dialects := []struct {
+		name string
+		open opener
+	}{
+		{"sqlite", openTestStore},
+		{"sqlserver", openSQLServer},
+	}
+	for _, d := range dialects {
+		t.Run(d.name, func(t *testing.T) {
+			if d.name == "sqlserver" && os.Getenv("MSSQL_DSN") == "" {
+				t.Skip(sqlserverSkip)
+			}
+			for name, test := range suite {
+				t.Run(name, func(t *testing.T) { test(t, d.open) })
+			}
+		})
+	}
+}
+
+const sqlserverSkip = "SKIPPED: the SQL Server store suite needs MSSQL_DSN (e.g. sqlserver://sa:pass@localhost:1433?database=follows_test)"
+
+// openSQLServer opens the database MSSQL_DSN names and empties its tables.
+func openSQLServer(t *testing.T) *Store {
 	t.Helper()
-	s := openTestStore(t)
+	dsn := os.Getenv("MSSQL_DSN")
+	if dsn == "" {
+		t.Skip(sqlserverSkip)
+	}
+	s, err := Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatalf("open SQL Server: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for _, q := range []string{`DELETE FROM Follows`, `DELETE FROM Users`} {
+		if _, err := s.db.Exec(q); err != nil {
+			t.Fatalf("empty the tables: %v", err)
+		}
+	}
+	return s
+}
+
+func (s *Store) rawExec(q string, args ...any) (sql.Result, error) {
+	return s.db.Exec(s.d.rebind(q), runner{s: s}.args(args)...)
+}
+
+func (s *Store) rawQueryRow(q string, args ...any) *sql.Row {
+	return s.db.QueryRow(s.d.rebind(q), runner{s: s}.args(args)...)
+}
+
+// sampleStore is a store holding the sample graph, with its users' ids.
+func sampleStore(t *testing.T, open opener) (*Store, map[string]int64) {
+	t.Helper()
+	s := open(t)
 	ctx := context.Background()
 	if ok, err := s.LoadSample(ctx); err != nil || !ok {
 		t.Fatalf("load sample: %v, %v", ok, err)
@@ -49,8 +118,8 @@ func names(edges []Edge) []string {
 	return out
 }
 
-func TestSampleGraph(t *testing.T) {
-	s, ids := sampleStore(t)
+func testSampleGraph(t *testing.T, open opener) {
+	s, ids := sampleStore(t, open)
 	ctx := context.Background()
 
 	users, err := s.UsersByID(ctx, []int64{ids["alice"], ids["dave"], ids["bob"]})
@@ -119,8 +188,8 @@ func TestSampleGraph(t *testing.T) {
 	}
 }
 
-func TestDeleteUserRemovesBothDirections(t *testing.T) {
-	s, ids := sampleStore(t)
+func testDeleteUserRemovesBothDirections(t *testing.T, open opener) {
+	s, ids := sampleStore(t, open)
 	ctx := context.Background()
 	n, err := s.DeleteUser(ctx, ids["bob"])
 	if err != nil {
@@ -147,8 +216,8 @@ func TestDeleteUserRemovesBothDirections(t *testing.T) {
 	}
 }
 
-func TestFollowOutcomes(t *testing.T) {
-	s, ids := sampleStore(t)
+func testFollowOutcomes(t *testing.T, open opener) {
+	s, ids := sampleStore(t, open)
 	ctx := context.Background()
 	tests := []struct {
 		name              string
@@ -195,20 +264,20 @@ func TestFollowOutcomes(t *testing.T) {
 	}
 }
 
-func TestSelfFollowRefusedByConstraint(t *testing.T) {
-	s := openTestStore(t)
+func testSelfFollowRefusedByConstraint(t *testing.T, open opener) {
+	s := open(t)
 	u, err := s.CreateUser(context.Background(), "solo")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.db.Exec(`INSERT INTO Follows (FollowerId, FolloweeId) VALUES (?, ?)`, u.ID, u.ID)
+	_, err = s.rawExec(`INSERT INTO Follows (FollowerId, FolloweeId) VALUES (?, ?)`, u.ID, u.ID)
 	if !errors.Is(s.d.classify(err), ErrSelfFollow) {
 		t.Errorf("self-follow insert: %v, want a CK_Follows_NoSelfFollow violation", err)
 	}
 }
 
-func TestConcurrentFollowsOfOnePair(t *testing.T) {
-	s, ids := sampleStore(t)
+func testConcurrentFollowsOfOnePair(t *testing.T, open opener) {
+	s, ids := sampleStore(t, open)
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -231,14 +300,14 @@ func TestConcurrentFollowsOfOnePair(t *testing.T) {
 		t.Fatalf("20 concurrent follows: %d created, errors %v; want 1 and none", created, errs)
 	}
 	var n int
-	s.db.QueryRow(`SELECT COUNT(*) FROM Follows WHERE FollowerId = ? AND FolloweeId = ?`, ids["dave"], ids["carol"]).Scan(&n)
+	s.rawQueryRow(`SELECT COUNT(*) FROM Follows WHERE FollowerId = ? AND FolloweeId = ?`, ids["dave"], ids["carol"]).Scan(&n)
 	if n != 1 {
 		t.Errorf("rows for dave->carol = %d, want 1", n)
 	}
 }
 
-func TestCreateUserNameTaken(t *testing.T) {
-	s := openTestStore(t)
+func testCreateUserNameTaken(t *testing.T, open opener) {
+	s := open(t)
 	ctx := context.Background()
 	if _, err := s.CreateUser(ctx, "Erin"); err != nil {
 		t.Fatal(err)
@@ -256,8 +325,8 @@ func TestCreateUserNameTaken(t *testing.T) {
 
 // Follows made faster than the database clock ticks still list newest
 // first, and paging with cursors returns each exactly once.
-func TestPagingNewestFirst(t *testing.T) {
-	s := openTestStore(t)
+func testPagingNewestFirst(t *testing.T, open opener) {
+	s := open(t)
 	ctx := context.Background()
 	star, err := s.CreateUser(ctx, "star")
 	if err != nil {
@@ -300,8 +369,8 @@ func TestPagingNewestFirst(t *testing.T) {
 
 // One batch answers queries for many users, with and without cursors, the
 // same as asking one at a time.
-func TestBatchMatchesSingleQueries(t *testing.T) {
-	s, ids := sampleStore(t)
+func testBatchMatchesSingleQueries(t *testing.T, open opener) {
+	s, ids := sampleStore(t, open)
 	ctx := context.Background()
 	var qs []PageQuery
 	for _, name := range SampleUsers {
@@ -374,8 +443,8 @@ func TestListStatementsSeekTheIndex(t *testing.T) {
 
 // Every way of changing follows keeps the counts on Users equal to a
 // recount, and a count written around the triggers is found and repaired.
-func TestCountsStayExact(t *testing.T) {
-	s, ids := sampleStore(t)
+func testCountsStayExact(t *testing.T, open opener) {
+	s, ids := sampleStore(t, open)
 	ctx := context.Background()
 	steps := []struct {
 		name string
@@ -387,7 +456,7 @@ func TestCountsStayExact(t *testing.T) {
 		{"unfollow again", func() error { _, err := s.Unfollow(ctx, ids["alice"], ids["bob"]); return err }},
 		{"delete a user", func() error { _, err := s.DeleteUser(ctx, ids["carol"]); return err }},
 		{"write around the store", func() error {
-			_, err := s.db.Exec(`INSERT INTO Follows (FollowerId, FolloweeId) VALUES (?, ?)`, ids["alice"], ids["dave"])
+			_, err := s.rawExec(`INSERT INTO Follows (FollowerId, FolloweeId) VALUES (?, ?)`, ids["alice"], ids["dave"])
 			return err
 		}},
 	}
@@ -400,7 +469,7 @@ func TestCountsStayExact(t *testing.T) {
 		}
 	}
 
-	if _, err := s.db.Exec(`UPDATE Users SET FollowerCount = 40 WHERE Id = ?`, ids["dave"]); err != nil {
+	if _, err := s.rawExec(`UPDATE Users SET FollowerCount = 40 WHERE Id = ?`, ids["dave"]); err != nil {
 		t.Fatal(err)
 	}
 	drift, err := s.CheckCounts(ctx, true)

@@ -70,7 +70,7 @@ func (s *Store) CreateUser(ctx context.Context, name string) (User, error) {
 // missing user is nil.
 func (s *Store) UsersByID(ctx context.Context, ids []int64) ([]*User, error) {
 	rows, err := s.read().query(ctx,
-		`SELECT `+userColumns+` FROM Users AS u WHERE u.Id IN (SELECT value FROM json_each(?))`, idList(ids))
+		s.d.usersByID, idList(ids))
 	if err != nil {
 		return nil, fmt.Errorf("load users by id: %w", err)
 	}
@@ -94,7 +94,7 @@ func (s *Store) UsersByID(ctx context.Context, ids []int64) ([]*User, error) {
 func (s *Store) UserByName(ctx context.Context, name string) (User, error) {
 	var u User
 	err := s.read().queryRow(ctx,
-		`SELECT `+userColumns+` FROM Users AS u WHERE u.Name = ? COLLATE NOCASE`, []any{name}, u.scanDest()...)
+		s.d.userByName, []any{name}, u.scanDest()...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return User{}, ErrNotFound
 	}
@@ -107,7 +107,7 @@ func (s *Store) UserByName(ctx context.Context, name string) (User, error) {
 // ListUsers returns up to limit users with ids above afterID, by id.
 func (s *Store) ListUsers(ctx context.Context, afterID int64, limit int) ([]User, error) {
 	rows, err := s.read().query(ctx,
-		`SELECT `+userColumns+` FROM Users AS u WHERE u.Id > ? ORDER BY u.Id LIMIT ?`, afterID, limit)
+		s.d.listUsers, afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
 	}

@@ -1,0 +1,78 @@
+package db
+
+import (
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+)
+
+// Dialects are the database kinds the store speaks.
+var Dialects = []string{"sqlite", "sqlserver"}
+
+// SchemaScript returns the DDL the migrations apply for a dialect, in
+// order, as one script a DBA can review or run by hand: what goose runs
+// at start-up, without touching any database. Statements are separated
+// by GO for SQL Server's tools.
+func SchemaScript(dialect string) (string, error) {
+	if !slices.Contains(Dialects, dialect) {
+		return "", fmt.Errorf("unknown dialect %q: one of %s", dialect, strings.Join(Dialects, ", "))
+	}
+	dir := "migrations/" + dialect
+	entries, err := fs.ReadDir(migrations, dir)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "-- The follows schema for %s, as its migrations create it.\n", dialect)
+	for _, e := range entries {
+		src, err := fs.ReadFile(migrations, dir+"/"+e.Name())
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "\n-- Migration %s\n", e.Name())
+		for _, stmt := range upStatements(string(src)) {
+			b.WriteString("\n" + stmt + "\n")
+			if dialect == "sqlserver" {
+				b.WriteString("GO\n")
+			}
+		}
+	}
+	return b.String(), nil
+}
+
+// upStatements splits a goose migration's Up section into statements: one
+// ends at a line ending in ";", except inside StatementBegin/End. Comments
+// between statements stay with the statement that follows them.
+func upStatements(src string) []string {
+	var out, cur []string
+	up, block := false, false
+	for _, line := range strings.Split(src, "\n") {
+		trimmed := strings.TrimSpace(line)
+		switch trimmed {
+		case "-- +goose Up":
+			up = true
+			continue
+		case "-- +goose Down":
+			up = false
+			continue
+		case "-- +goose StatementBegin":
+			block = true
+			continue
+		case "-- +goose StatementEnd":
+			block = false
+			out = append(out, strings.TrimSpace(strings.Join(cur, "\n")))
+			cur = nil
+			continue
+		}
+		if !up || (trimmed == "" && len(cur) == 0) {
+			continue
+		}
+		cur = append(cur, line)
+		if !block && strings.HasSuffix(trimmed, ";") && !strings.HasPrefix(trimmed, "--") {
+			out = append(out, strings.TrimSpace(strings.Join(cur, "\n")))
+			cur = nil
+		}
+	}
+	return out
+}

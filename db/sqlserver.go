@@ -1,0 +1,212 @@
+package db
+
+import (
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/civil"
+	mssql "github.com/microsoft/go-mssqldb"
+	"github.com/pressly/goose/v3"
+)
+
+// SQL Server, through go-mssqldb, for teams that run several server
+// instances on one database. Only what differs from SQLite is here: the
+// placeholders (@p1...), TOP and CROSS APPLY in place of LIMIT and UNION
+// ALL, OPENJSON in place of json_each, datetime2 times, and error numbers.
+//
+// Batches travel as one JSON parameter, so a batch never meets SQL
+// Server's 2,100-parameter limit and every batch size shares one statement
+// text (and one cached plan).
+func sqlserverDialect() *dialect {
+	return &dialect{
+		name:   "sqlserver",
+		driver: "sqlserver",
+		goose:  goose.DialectMSSQL,
+		configure: func(db *sql.DB) {
+			db.SetMaxOpenConns(16)
+			db.SetMaxIdleConns(16)
+			db.SetConnMaxIdleTime(5 * time.Minute)
+		},
+		rebind:   rebindAtP,
+		timeArg:  func(t time.Time) any { return civil.DateTimeOf(t.UTC()) },
+		scanTime: scanSQLServerTime,
+		classify: classifySQLServer,
+		arg:      sqlserverArg,
+		// OUTPUT ... INTO, because SQL Server refuses a bare OUTPUT clause
+		// on a table with triggers (error 334), and Follows has the count
+		// triggers. UPDLOCK, HOLDLOCK makes the existence check and the
+		// insert one step for concurrent follows of the same pair; a
+		// duplicate key that slips through is classified as "already".
+		insertFollow: `DECLARE @t TABLE (CreatedAt datetime2(7));
+INSERT INTO Follows (FollowerId, FolloweeId) OUTPUT INSERTED.CreatedAt INTO @t
+SELECT @p1, @p2 WHERE NOT EXISTS (SELECT 1 FROM Follows WITH (UPDLOCK, HOLDLOCK) WHERE FollowerId = @p1 AND FolloweeId = @p2);
+SELECT CreatedAt FROM @t;`,
+		insertUser: `INSERT INTO Users (Name) OUTPUT INSERTED.Id VALUES (?)`,
+		usersByID:  `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id IN (SELECT CAST(value AS int) FROM OPENJSON(?))`,
+		userByName: `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Name = ?`,
+		listUsers:  `SELECT TOP (@p2) ` + userColumns + ` FROM Users AS u WHERE u.Id > @p1 ORDER BY u.Id`,
+		followsExist: `SELECT f.FollowerId, f.FolloweeId FROM OPENJSON(?) WITH (a int '$[0]', b int '$[1]') AS p
+JOIN Follows AS f ON f.FollowerId = p.a AND f.FolloweeId = p.b`,
+		mutualCounts: `SELECT k.Id, (SELECT COUNT(*) FROM Follows AS f
+                WHERE f.FollowerId = k.Id
+                  AND EXISTS (SELECT 1 FROM Follows AS b WHERE b.FollowerId = f.FolloweeId AND b.FolloweeId = f.FollowerId))
+FROM OPENJSON(?) WITH (Id int '$') AS k`,
+		pagesQuery:       sqlserverPages,
+		suggestionsQuery: sqlserverSuggestions,
+	}
+}
+
+// The list statements: for each query in the JSON batch, CROSS APPLY seeks
+// that user's index range and stops at TOP (Lim). SQL Server has no
+// row-value comparison; the OR form below still seeks the index. A first
+// page carries a cursor past the end of every list.
+const (
+	sqlserverBatch      = `FROM OPENJSON(?) WITH (k int '$[0]', UserId int '$[1]', Lim int '$[2]', At datetime2(7) '$[3]', AfterId int '$[4]') AS q`
+	sqlserverPageSelect = `SELECT q.k, f.CreatedAt, ` + userColumns + `
+` + sqlserverBatch + `
+CROSS APPLY (SELECT TOP (q.Lim) f.%[1]s AS Other, f.CreatedAt FROM Follows AS f
+             WHERE f.%[2]s = q.UserId AND (f.CreatedAt < q.At OR (f.CreatedAt = q.At AND f.%[1]s < q.AfterId))%[3]s
+             ORDER BY f.CreatedAt DESC, f.%[1]s DESC) AS f
+JOIN Users AS u ON u.Id = f.Other`
+	sqlserverMutualCheck = `
+               AND EXISTS (SELECT 1 FROM Follows AS b WHERE b.FollowerId = f.FolloweeId AND b.FolloweeId = f.FollowerId)`
+)
+
+var sqlserverPageTexts = map[listKind]string{
+	listFollowers: fmt.Sprintf(sqlserverPageSelect, "FollowerId", "FolloweeId", ""),
+	listFollowing: fmt.Sprintf(sqlserverPageSelect, "FolloweeId", "FollowerId", ""),
+	listMutual:    fmt.Sprintf(sqlserverPageSelect, "FolloweeId", "FollowerId", sqlserverMutualCheck),
+}
+
+const sqlserverSuggestionsText = `SELECT q.k, s.Via, ` + userColumns + `
+FROM OPENJSON(?) WITH (k int '$[0]', UserId int '$[1]', Lim int '$[2]') AS q
+CROSS APPLY (SELECT TOP (q.Lim) c.Id, c.Via FROM
+               (SELECT f2.FolloweeId AS Id, COUNT(*) AS Via
+                FROM Follows AS f1 JOIN Follows AS f2 ON f2.FollowerId = f1.FolloweeId
+                WHERE f1.FollowerId = q.UserId AND f2.FolloweeId <> q.UserId
+                  AND NOT EXISTS (SELECT 1 FROM Follows AS f3 WHERE f3.FollowerId = q.UserId AND f3.FolloweeId = f2.FolloweeId)
+                GROUP BY f2.FolloweeId) AS c
+             JOIN Users AS n ON n.Id = c.Id
+             ORDER BY c.Via DESC, n.Name ASC, c.Id ASC) AS s
+JOIN Users AS u ON u.Id = s.Id`
+
+// sqlserverTime is how a datetime2(7) travels inside OPENJSON.
+const sqlserverTime = "2006-01-02T15:04:05.0000000"
+
+func sqlserverPages(kind listKind, qs []PageQuery) (string, []any) {
+	batch := make([][5]any, len(qs))
+	for i, q := range qs {
+		c := q.After
+		if c.IsZero() {
+			c = endOfList
+		}
+		batch[i] = [5]any{i, q.User, q.First + 1, c.At.UTC().Format(sqlserverTime), min(c.ID, math.MaxInt32)}
+	}
+	b, _ := json.Marshal(batch)
+	return sqlserverPageTexts[kind], []any{string(b)}
+}
+
+func sqlserverSuggestions(qs []SuggestionQuery) (string, []any) {
+	batch := make([][3]any, len(qs))
+	for i, q := range qs {
+		batch[i] = [3]any{i, q.User, q.First}
+	}
+	b, _ := json.Marshal(batch)
+	return sqlserverSuggestionsText, []any{string(b)}
+}
+
+// rebindAtP numbers the store's "?" placeholders as go-mssqldb's @p1,
+// @p2... It skips quoted text, where a "?" is not a placeholder.
+func rebindAtP(q string) string {
+	var b strings.Builder
+	n := 0
+	quoted := false
+	for _, r := range q {
+		switch {
+		case r == '\'':
+			quoted = !quoted
+			b.WriteRune(r)
+		case r == '?' && !quoted:
+			n++
+			b.WriteString("@p" + strconv.Itoa(n))
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// sqlserverArg sends integers as int32, the type of the int columns, so
+// that comparisons use the indexes without a conversion, and times as
+// datetime2.
+func sqlserverArg(v any) any {
+	switch v := v.(type) {
+	case int64:
+		if v >= math.MinInt32 && v <= math.MaxInt32 {
+			return int32(v)
+		}
+	case int:
+		if v >= math.MinInt32 && v <= math.MaxInt32 {
+			return int32(v)
+		}
+	case time.Time:
+		return civil.DateTimeOf(v.UTC())
+	}
+	return v
+}
+
+func scanSQLServerTime(v any) (time.Time, error) {
+	if t, ok := v.(time.Time); ok {
+		// datetime2 carries no zone; the column holds UTC.
+		return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC), nil
+	}
+	return time.Time{}, fmt.Errorf("unexpected time value %T", v)
+}
+
+// SQL Server error numbers the store acts on.
+const (
+	mssqlDuplicateKey   = 2627 // PRIMARY KEY or UNIQUE constraint
+	mssqlDuplicateIndex = 2601 // unique index
+	mssqlConstraint     = 547  // CHECK or FOREIGN KEY constraint
+	mssqlDeadlock       = 1205 // chosen as deadlock victim
+)
+
+func classifySQLServer(err error) error {
+	var me mssql.Error
+	if !errors.As(err, &me) {
+		var pme *mssql.Error
+		if !errors.As(err, &pme) {
+			return err
+		}
+		me = *pme
+	}
+	switch me.Number {
+	case mssqlDuplicateKey, mssqlDuplicateIndex:
+		switch {
+		case strings.Contains(me.Message, "PK_Follows"):
+			// A concurrent follow of the same pair won: run the
+			// transaction again, and it finds the follow there.
+			return fmt.Errorf("%w: %w", errRetry, err)
+		case strings.Contains(me.Message, "IX_Users_Name"):
+			return fmt.Errorf("%w: %w", ErrNameTaken, err)
+		}
+	case mssqlConstraint:
+		switch {
+		case strings.Contains(me.Message, "CK_Follows_NoSelfFollow"):
+			return fmt.Errorf("%w: %w", ErrSelfFollow, err)
+		case strings.Contains(me.Message, "FOREIGN KEY"):
+			// A user went between the check and the write: the same
+			// answer as finding it missing.
+			return fmt.Errorf("%w: %w", ErrNotFound, err)
+		}
+	case mssqlDeadlock:
+		return fmt.Errorf("%w: %w", errRetry, err)
+	}
+	return err
+}
