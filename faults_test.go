@@ -21,9 +21,12 @@ func checkGraph(t *testing.T, dbPath string) {
 	t.Helper()
 	raw := openRaw(t, dbPath)
 	var drift int
+	// Counts count the follows whose other end is an active account.
 	raw.QueryRow(`SELECT COUNT(*) FROM Users AS u
-	  WHERE FollowerCount <> (SELECT COUNT(*) FROM Follows WHERE FolloweeId = u.Id)
-	     OR FollowingCount <> (SELECT COUNT(*) FROM Follows WHERE FollowerId = u.Id)`).Scan(&drift)
+	  WHERE FollowerCount <> (SELECT COUNT(*) FROM Follows AS f JOIN Users AS o ON o.Id = f.FollowerId
+	                          WHERE f.FolloweeId = u.Id AND o.DeactivatedAt IS NULL)
+	     OR FollowingCount <> (SELECT COUNT(*) FROM Follows AS f JOIN Users AS o ON o.Id = f.FolloweeId
+	                          WHERE f.FollowerId = u.Id AND o.DeactivatedAt IS NULL)`).Scan(&drift)
 	if drift != 0 {
 		t.Errorf("%d users' counts differ from a recount", drift)
 	}

@@ -514,6 +514,14 @@ func TestStatementsPerRequestDoNotGrowWithUsers(t *testing.T) {
 		t.Errorf("SQL statements: %d for 5 users, %d for 50; want the same, at most 5", counts[5], counts[50])
 	}
 
+	// Asking each of the 50 whether the viewer blocks it, or it the viewer,
+	// adds one statement for the whole page.
+	withBlocks := strings.Replace(query, "viewerFollows", "viewerFollows viewerBlocks blocksViewer", 1)
+	r := s.data(accounts[0].Token, withBlocks, map[string]any{"n": 50}, &struct{}{})
+	if got := r.Extensions.Debug.SQLQueries; got > counts[50]+1 {
+		t.Errorf("viewerBlocks and blocksViewer on 50 users: %d statements, want at most %d", got, counts[50]+1)
+	}
+
 	// A profile with its 20 newest followers costs the same for a user
 	// with 49 followers as for one with none.
 	lonely := s.createUser("lonely")

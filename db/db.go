@@ -25,6 +25,9 @@ var (
 	ErrSelfFollow       = errors.New("cannot follow yourself")
 	ErrNameTaken        = errors.New("name is already taken")
 	ErrFollowerNotFound = errors.New("follower does not exist")
+	ErrSelfBlock        = errors.New("cannot block yourself")
+	ErrBlocked          = errors.New("blocked")
+	ErrDeactivated      = errors.New("the account is deactivated")
 
 	// errRetry marks a transaction that lost a race (a deadlock, a
 	// duplicate key) and may succeed if run again.
@@ -75,8 +78,10 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 
 // writeStatements are the statements that write transactions run.
 func (s *Store) writeStatements() []string {
-	return []string{s.d.insertFollow, s.d.insertUser, selectFollowTime, deleteFollow,
-		selectPairUsers, deleteUserFollows, deleteUser}
+	return []string{s.d.insertFollow, s.d.insertUser, deleteFollow,
+		selectPairUsers, deleteUserFollows, deleteUserBlocks, deleteUser, countPairBlocks,
+		updateFollow, selectFollow, insertBlock, deletePairFollows, deleteBlock,
+		deactivateUser, reactivateUser, adjustFollowees, adjustFollowers, selectUserByID}
 }
 
 // Close releases the prepared statements and the connection pool.
@@ -263,3 +268,5 @@ func (s *Store) runTx(tx *sql.Tx, fn func(r runner) error) error {
 	}
 	return nil
 }
+
+func nowUTC() time.Time { return time.Now().UTC() }

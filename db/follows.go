@@ -17,22 +17,28 @@ type Pair struct {
 // Statements of the write transactions, prepared when the store opens (see
 // writeStatements).
 const (
-	selectFollowTime = `SELECT CreatedAt FROM Follows WHERE FollowerId = ? AND FolloweeId = ?`
-	deleteFollow     = `DELETE FROM Follows WHERE FollowerId = ? AND FolloweeId = ?`
-	selectPairUsers  = `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id IN (?, ?)`
+	deleteFollow    = `DELETE FROM Follows WHERE FollowerId = ? AND FolloweeId = ?`
+	selectPairUsers = `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id IN (?, ?)`
+	countPairBlocks = `SELECT COUNT(*) FROM Blocks WHERE (BlockerId = ? AND BlockedId = ?) OR (BlockerId = ? AND BlockedId = ?)`
+	updateFollow    = `UPDATE Follows SET Muted = COALESCE(?, Muted), NotificationsEnabled = COALESCE(?, NotificationsEnabled)
+WHERE FollowerId = ? AND FolloweeId = ?`
+	selectFollow = `SELECT CreatedAt, Muted, NotificationsEnabled FROM Follows WHERE FollowerId = ? AND FolloweeId = ?`
 )
 
 // Follow is the outcome of a follow: both users as they are after it,
 // counts included, and when the follow began. Already is true when it
 // existed before; At is then its original time.
 type Follow struct {
-	Follower, Followee User
-	At                 time.Time
-	Already            bool
+	Follower, Followee          User
+	At                          time.Time
+	Already                     bool
+	Muted, NotificationsEnabled bool
 }
 
 // Follow records that follower follows followee. Following again is not an
-// error, also when two follows of one pair race.
+// error, also when two follows of one pair race. A deactivated follower
+// gets ErrDeactivated, a deactivated followee ErrNotFound, and a block
+// either way ErrBlocked.
 func (s *Store) Follow(ctx context.Context, follower, followee int64) (Follow, error) {
 	if follower == followee {
 		return Follow{}, ErrSelfFollow
@@ -40,14 +46,22 @@ func (s *Store) Follow(ctx context.Context, follower, followee int64) (Follow, e
 	var f Follow
 	err := s.inTx(ctx, func(r runner) error {
 		var err error
-		if f.Follower, f.Followee, err = requireUsers(ctx, r, follower, followee); err != nil {
+		if f.Follower, f.Followee, err = requireActive(ctx, r, follower, followee); err != nil {
 			return err
+		}
+		var blocks int
+		if err := r.queryRow(ctx, countPairBlocks, []any{follower, followee, followee, follower}, &blocks); err != nil {
+			return err
+		}
+		if blocks > 0 {
+			return ErrBlocked
 		}
 		var raw any
 		err = r.queryRow(ctx, s.d.insertFollow, []any{follower, followee}, &raw)
+		f.NotificationsEnabled = true // the column's default
 		if errors.Is(err, sql.ErrNoRows) {
 			f.Already = true
-			err = r.queryRow(ctx, selectFollowTime, []any{follower, followee}, &raw)
+			err = r.queryRow(ctx, selectFollow, []any{follower, followee}, &raw, &f.Muted, &f.NotificationsEnabled)
 		}
 		if err != nil {
 			return err
@@ -79,7 +93,7 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee int64) (Unfollo
 	var u Unfollow
 	err := s.inTx(ctx, func(r runner) error {
 		var err error
-		if u.Follower, u.Followee, err = requireUsers(ctx, r, follower, followee); err != nil {
+		if u.Follower, u.Followee, err = requireActive(ctx, r, follower, followee); err != nil {
 			return err
 		}
 		res, err := r.exec(ctx, deleteFollow, follower, followee)
@@ -126,6 +140,59 @@ func requireUsers(ctx context.Context, r runner, follower, followee int64) (User
 		return a, b, ErrNotFound
 	}
 	return a, b, nil
+}
+
+// requireActive is requireUsers for users acting on each other: a
+// deactivated actor may not, and a deactivated target is not found.
+func requireActive(ctx context.Context, r runner, actor, target int64) (User, User, error) {
+	a, b, err := requireUsers(ctx, r, actor, target)
+	switch {
+	case err != nil:
+		return a, b, err
+	case a.Deactivated:
+		return a, b, ErrDeactivated
+	case b.Deactivated:
+		return a, b, ErrNotFound
+	}
+	return a, b, nil
+}
+
+// UpdateFollow changes the settings of follower's follow of followee; a nil
+// setting stays as it is. Not following is ErrNotFound.
+func (s *Store) UpdateFollow(ctx context.Context, follower, followee int64, muted, notifications *bool) (Follow, error) {
+	f := Follow{Already: true}
+	err := s.inTx(ctx, func(r runner) error {
+		var err error
+		if f.Follower, f.Followee, err = requireActive(ctx, r, follower, followee); err != nil {
+			return err
+		}
+		res, err := r.exec(ctx, updateFollow, nullBool(muted), nullBool(notifications), follower, followee)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return ErrNotFound
+		}
+		var raw any
+		if err := r.queryRow(ctx, selectFollow, []any{follower, followee}, &raw, &f.Muted, &f.NotificationsEnabled); err != nil {
+			return err
+		}
+		f.At, err = s.d.scanTime(raw)
+		return err
+	})
+	if err != nil {
+		return Follow{}, fmt.Errorf("update follow %d -> %d: %w", follower, followee, err)
+	}
+	return f, nil
+}
+
+func nullBool(b *bool) sql.NullBool {
+	if b == nil {
+		return sql.NullBool{}
+	}
+	return sql.NullBool{Bool: *b, Valid: true}
 }
 
 // FollowsExist reports, for each pair, whether that follow exists.

@@ -42,11 +42,12 @@ type PageQuery struct {
 	First int
 }
 
-// Edge is an entry of a follow list: the other user and when the follow
-// began.
+// Edge is an entry of a follow list: the other user, when the follow
+// began, and the follow's settings.
 type Edge struct {
-	User User
-	At   time.Time
+	User                        User
+	At                          time.Time
+	Muted, NotificationsEnabled bool
 }
 
 // Page is a slice of a list; HasNext tells whether entries follow it.
@@ -74,6 +75,7 @@ const (
 	listFollowers listKind = iota
 	listFollowing
 	listMutual
+	listBlocked
 )
 
 // endOfList is a cursor past every real entry: pages after a cursor start
@@ -106,6 +108,15 @@ func (s *Store) MutualPages(ctx context.Context, qs []PageQuery) ([]Page, error)
 		return nil, fmt.Errorf("load mutual follows: %w", err)
 	}
 	return pages, nil
+}
+
+// BlockedPage returns a page of the people a user blocks, newest first.
+func (s *Store) BlockedPage(ctx context.Context, q PageQuery) (Page, error) {
+	pages, err := s.pages(ctx, listBlocked, []PageQuery{q})
+	if err != nil {
+		return Page{}, fmt.Errorf("load blocked users: %w", err)
+	}
+	return pages[0], nil
 }
 
 // MutualCounts returns, for each id, how many of the people it follows
@@ -170,7 +181,7 @@ func (s *Store) pages(ctx context.Context, kind listKind, qs []PageQuery) ([]Pag
 			var i int
 			var e Edge
 			var raw any
-			if err := rows.Scan(append([]any{&i, &raw}, e.User.scanDest()...)...); err != nil {
+			if err := rows.Scan(append([]any{&i, &raw, &e.Muted, &e.NotificationsEnabled}, e.User.scanDest()...)...); err != nil {
 				return err
 			}
 			at, err := s.d.scanTime(raw)

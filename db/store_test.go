@@ -41,6 +41,7 @@ func TestStore(t *testing.T) {
 		"PagingNewestFirst":               testPagingNewestFirst,
 		"BatchMatchesSingleQueries":       testBatchMatchesSingleQueries,
 		"CountsStayExact":                 testCountsStayExact,
+		"BlocksAndDeactivation":           testBlocksAndDeactivation,
 	}
 	dialects := []struct {
 		name string
@@ -478,5 +479,72 @@ func testCountsStayExact(t *testing.T, open opener) {
 	}
 	if drift, err := s.CheckCounts(ctx, false); err != nil || len(drift) > 0 {
 		t.Errorf("after repair: drift %+v, %v", drift, err)
+	}
+}
+
+// Blocks remove follows both ways and keep counts exact; deactivation takes
+// a user out of lists and counts and reactivation puts it back as it was.
+func testBlocksAndDeactivation(t *testing.T, open opener) {
+	s, ids := sampleStore(t, open)
+	ctx := context.Background()
+	b, err := s.Block(ctx, ids["alice"], ids["bob"])
+	if err != nil || b.RemovedFollows != 2 || b.Already || b.Blocker.FollowerCount != 0 {
+		t.Fatalf("block = %+v, %v", b, err)
+	}
+	if _, err := s.Follow(ctx, ids["bob"], ids["alice"]); !errors.Is(err, ErrBlocked) {
+		t.Errorf("follow while blocked: %v, want ErrBlocked", err)
+	}
+	if _, err := s.Block(ctx, ids["alice"], ids["alice"]); !errors.Is(err, ErrSelfBlock) {
+		t.Errorf("self-block: %v", err)
+	}
+	exist, err := s.BlocksExist(ctx, []Pair{{ids["alice"], ids["bob"]}, {ids["bob"], ids["alice"]}})
+	if err != nil || !slices.Equal(exist, []bool{true, false}) {
+		t.Errorf("blocks alice->bob, bob->alice = %v, %v", exist, err)
+	}
+	if was, err := s.Unblock(ctx, ids["alice"], ids["bob"]); err != nil || !was {
+		t.Errorf("unblock: %v, %v", was, err)
+	}
+
+	before, _ := s.FollowPages(ctx, Followers, []PageQuery{{User: ids["dave"], First: 10}})
+	u, changed, err := s.SetDeactivated(ctx, ids["carol"], true)
+	if err != nil || !changed || !u.Deactivated {
+		t.Fatalf("deactivate: %+v %v %v", u, changed, err)
+	}
+	during, _ := s.FollowPages(ctx, Followers, []PageQuery{{User: ids["dave"], First: 10}})
+	if got := names(during[0].Edges); !slices.Equal(got, []string{"bob"}) {
+		t.Errorf("dave's followers with carol deactivated = %v, want [bob]", got)
+	}
+	if drift, err := s.CheckCounts(ctx, false); err != nil || len(drift) > 0 {
+		t.Errorf("drift with carol deactivated: %+v, %v", drift, err)
+	}
+	if _, changed, _ := s.SetDeactivated(ctx, ids["carol"], true); changed {
+		t.Error("deactivating twice changed something")
+	}
+	if _, _, err := s.SetDeactivated(ctx, ids["carol"], false); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := s.FollowPages(ctx, Followers, []PageQuery{{User: ids["dave"], First: 10}})
+	if fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("dave's followers after carol came back:\n%v\nwant\n%v", after, before)
+	}
+	if drift, err := s.CheckCounts(ctx, false); err != nil || len(drift) > 0 {
+		t.Errorf("drift after reactivation: %+v, %v", drift, err)
+	}
+
+	// Deleting a user removes its blocks both ways in the same transaction
+	// (BlockerId does not cascade).
+	if _, err := s.Block(ctx, ids["alice"], ids["dave"]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Block(ctx, ids["bob"], ids["alice"]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DeleteUser(ctx, ids["alice"]); err != nil {
+		t.Errorf("delete a user who blocks and is blocked: %v", err)
+	}
+	var left int
+	s.rawQueryRow(`SELECT COUNT(*) FROM Blocks`).Scan(&left)
+	if left != 0 {
+		t.Errorf("%d block rows left after deleting alice", left)
 	}
 }

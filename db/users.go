@@ -11,18 +11,21 @@ import (
 // User is an account in the follower graph. Its Name is a unique handle.
 // The counts are kept on the row by triggers, so reading them never counts
 // follow rows.
+// A deactivated user keeps its rows but is left out of every list and
+// every other user's counts until it reactivates.
 type User struct {
 	ID             int64
 	Name           string
 	FollowerCount  int
 	FollowingCount int
+	Deactivated    bool
 }
 
-// userColumns are the columns of Users AS u that scanUser reads, in order.
-const userColumns = "u.Id, u.Name, u.FollowerCount, u.FollowingCount"
+// userColumns are the columns of Users AS u that scanDest reads, in order.
+const userColumns = "u.Id, u.Name, u.FollowerCount, u.FollowingCount, CASE WHEN u.DeactivatedAt IS NULL THEN 0 ELSE 1 END AS Deactivated"
 
 func (u *User) scanDest() []any {
-	return []any{&u.ID, &u.Name, &u.FollowerCount, &u.FollowingCount}
+	return []any{&u.ID, &u.Name, &u.FollowerCount, &u.FollowingCount, &u.Deactivated}
 }
 
 // NameRule says in words what ValidName accepts; the schema's description
@@ -104,7 +107,7 @@ func (s *Store) UserByName(ctx context.Context, name string) (User, error) {
 	return u, nil
 }
 
-// ListUsers returns up to limit users with ids above afterID, by id.
+// ListUsers returns up to limit active users with ids above afterID, by id.
 func (s *Store) ListUsers(ctx context.Context, afterID int64, limit int) ([]User, error) {
 	rows, err := s.read().query(ctx,
 		s.d.listUsers, afterID, limit)
@@ -118,10 +121,10 @@ func (s *Store) ListUsers(ctx context.Context, afterID int64, limit int) ([]User
 	return users, nil
 }
 
-// CountUsers returns how many users there are.
+// CountUsers returns how many active users there are.
 func (s *Store) CountUsers(ctx context.Context) (int, error) {
 	var n int
-	if err := s.read().queryRow(ctx, `SELECT COUNT(*) FROM Users`, nil, &n); err != nil {
+	if err := s.read().queryRow(ctx, `SELECT COUNT(*) FROM Users WHERE DeactivatedAt IS NULL`, nil, &n); err != nil {
 		return 0, fmt.Errorf("count users: %w", err)
 	}
 	return n, nil
@@ -129,11 +132,12 @@ func (s *Store) CountUsers(ctx context.Context) (int, error) {
 
 const (
 	deleteUserFollows = `DELETE FROM Follows WHERE FollowerId = ? OR FolloweeId = ?`
+	deleteUserBlocks  = `DELETE FROM Blocks WHERE BlockerId = ? OR BlockedId = ?`
 	deleteUser        = `DELETE FROM Users WHERE Id = ?`
 )
 
-// DeleteUser removes a user and every follow row it is part of, in either
-// direction, in one transaction. It does not rely on ON DELETE CASCADE: only
+// DeleteUser removes a user and every follow and block row it is part of,
+// in either direction, in one transaction. It does not rely on ON DELETE CASCADE: only
 // FolloweeId cascades, so the rows where the user is the follower would
 // otherwise block the delete. It returns how many follow rows went.
 func (s *Store) DeleteUser(ctx context.Context, id int64) (deletedFollows int, err error) {
@@ -144,6 +148,10 @@ func (s *Store) DeleteUser(ctx context.Context, id int64) (deletedFollows int, e
 		}
 		n, err := res.RowsAffected()
 		if err != nil {
+			return err
+		}
+		// Blocks go too; only BlockedId cascades, as for follows.
+		if _, err := r.exec(ctx, deleteUserBlocks, id, id); err != nil {
 			return err
 		}
 		res, err = r.exec(ctx, deleteUser, id)
@@ -193,8 +201,10 @@ func (s *Store) CheckCounts(ctx context.Context, repair bool) ([]Drift, error) {
 		rows, err := r.query(ctx, `
 SELECT * FROM (
   SELECT `+userColumns+`,
-         (SELECT COUNT(*) FROM Follows WHERE FolloweeId = u.Id) AS Followers,
-         (SELECT COUNT(*) FROM Follows WHERE FollowerId = u.Id) AS Following
+         (SELECT COUNT(*) FROM Follows AS f JOIN Users AS o ON o.Id = f.FollowerId
+          WHERE f.FolloweeId = u.Id AND o.DeactivatedAt IS NULL) AS Followers,
+         (SELECT COUNT(*) FROM Follows AS f JOIN Users AS o ON o.Id = f.FolloweeId
+          WHERE f.FollowerId = u.Id AND o.DeactivatedAt IS NULL) AS Following
   FROM Users AS u) AS c
 WHERE c.FollowerCount <> c.Followers OR c.FollowingCount <> c.Following
 ORDER BY c.Id`)

@@ -39,9 +39,21 @@ type DirectiveRoot struct {
 }
 
 type ComplexityRoot struct {
+	BlockPayload struct {
+		AlreadyBlocked func(childComplexity int) int
+		Blocked        func(childComplexity int) int
+		Blocker        func(childComplexity int) int
+		RemovedFollows func(childComplexity int) int
+	}
+
 	CreateUserPayload struct {
 		Token func(childComplexity int) int
 		User  func(childComplexity int) int
+	}
+
+	DeactivatePayload struct {
+		Deactivated func(childComplexity int) int
+		User        func(childComplexity int) int
 	}
 
 	DeleteUserPayload struct {
@@ -57,9 +69,11 @@ type ComplexityRoot struct {
 	}
 
 	FollowEdge struct {
-		Cursor     func(childComplexity int) int
-		FollowedAt func(childComplexity int) int
-		Node       func(childComplexity int) int
+		Cursor               func(childComplexity int) int
+		FollowedAt           func(childComplexity int) int
+		Muted                func(childComplexity int) int
+		Node                 func(childComplexity int) int
+		NotificationsEnabled func(childComplexity int) int
 	}
 
 	FollowPayload struct {
@@ -70,10 +84,15 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		CreateUser func(childComplexity int, input model.CreateUserInput) int
-		DeleteUser func(childComplexity int, input model.DeleteUserInput) int
-		Follow     func(childComplexity int, input model.FollowInput) int
-		Unfollow   func(childComplexity int, input model.UnfollowInput) int
+		Block             func(childComplexity int, input model.BlockInput) int
+		CreateUser        func(childComplexity int, input model.CreateUserInput) int
+		DeactivateAccount func(childComplexity int) int
+		DeleteUser        func(childComplexity int, input model.DeleteUserInput) int
+		Follow            func(childComplexity int, input model.FollowInput) int
+		ReactivateAccount func(childComplexity int) int
+		Unblock           func(childComplexity int, input model.UnblockInput) int
+		Unfollow          func(childComplexity int, input model.UnfollowInput) int
+		UpdateFollow      func(childComplexity int, input model.UpdateFollowInput) int
 	}
 
 	PageInfo struct {
@@ -94,6 +113,10 @@ type ComplexityRoot struct {
 		Via  func(childComplexity int) int
 	}
 
+	UnblockPayload struct {
+		WasBlocked func(childComplexity int) int
+	}
+
 	UnfollowPayload struct {
 		Followee     func(childComplexity int) int
 		Follower     func(childComplexity int) int
@@ -101,6 +124,8 @@ type ComplexityRoot struct {
 	}
 
 	User struct {
+		Blocked        func(childComplexity int, first *int, after *string) int
+		BlocksViewer   func(childComplexity int) int
 		FollowerCount  func(childComplexity int) int
 		Followers      func(childComplexity int, first *int, after *string) int
 		Following      func(childComplexity int, first *int, after *string) int
@@ -110,6 +135,7 @@ type ComplexityRoot struct {
 		MutualFollows  func(childComplexity int, first *int, after *string) int
 		Name           func(childComplexity int) int
 		Suggestions    func(childComplexity int, first *int) int
+		ViewerBlocks   func(childComplexity int) int
 		ViewerFollows  func(childComplexity int) int
 	}
 
@@ -135,6 +161,11 @@ type MutationResolver interface {
 	Follow(ctx context.Context, input model.FollowInput) (*model.FollowPayload, error)
 	Unfollow(ctx context.Context, input model.UnfollowInput) (*model.UnfollowPayload, error)
 	DeleteUser(ctx context.Context, input model.DeleteUserInput) (*model.DeleteUserPayload, error)
+	UpdateFollow(ctx context.Context, input model.UpdateFollowInput) (*model.FollowPayload, error)
+	Block(ctx context.Context, input model.BlockInput) (*model.BlockPayload, error)
+	Unblock(ctx context.Context, input model.UnblockInput) (*model.UnblockPayload, error)
+	DeactivateAccount(ctx context.Context) (*model.DeactivatePayload, error)
+	ReactivateAccount(ctx context.Context) (*model.DeactivatePayload, error)
 }
 type QueryResolver interface {
 	User(ctx context.Context, id *string, name *string) (*db.User, error)
@@ -150,6 +181,9 @@ type UserResolver interface {
 	Suggestions(ctx context.Context, obj *db.User, first *int) ([]*model.Suggestion, error)
 	ViewerFollows(ctx context.Context, obj *db.User) (bool, error)
 	FollowsViewer(ctx context.Context, obj *db.User) (bool, error)
+	ViewerBlocks(ctx context.Context, obj *db.User) (bool, error)
+	BlocksViewer(ctx context.Context, obj *db.User) (bool, error)
+	Blocked(ctx context.Context, obj *db.User, first *int, after *string) (*model.UserConnection, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -170,6 +204,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 	_ = ec
 	switch typeName + "." + field {
 
+	case "BlockPayload.alreadyBlocked":
+		if e.ComplexityRoot.BlockPayload.AlreadyBlocked == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BlockPayload.AlreadyBlocked(childComplexity), true
+	case "BlockPayload.blocked":
+		if e.ComplexityRoot.BlockPayload.Blocked == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BlockPayload.Blocked(childComplexity), true
+	case "BlockPayload.blocker":
+		if e.ComplexityRoot.BlockPayload.Blocker == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BlockPayload.Blocker(childComplexity), true
+	case "BlockPayload.removedFollows":
+		if e.ComplexityRoot.BlockPayload.RemovedFollows == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BlockPayload.RemovedFollows(childComplexity), true
+
 	case "CreateUserPayload.token":
 		if e.ComplexityRoot.CreateUserPayload.Token == nil {
 			break
@@ -182,6 +241,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.CreateUserPayload.User(childComplexity), true
+
+	case "DeactivatePayload.deactivated":
+		if e.ComplexityRoot.DeactivatePayload.Deactivated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeactivatePayload.Deactivated(childComplexity), true
+	case "DeactivatePayload.user":
+		if e.ComplexityRoot.DeactivatePayload.User == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeactivatePayload.User(childComplexity), true
 
 	case "DeleteUserPayload.deletedFollows":
 		if e.ComplexityRoot.DeleteUserPayload.DeletedFollows == nil {
@@ -233,12 +305,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FollowEdge.FollowedAt(childComplexity), true
+	case "FollowEdge.muted":
+		if e.ComplexityRoot.FollowEdge.Muted == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FollowEdge.Muted(childComplexity), true
 	case "FollowEdge.node":
 		if e.ComplexityRoot.FollowEdge.Node == nil {
 			break
 		}
 
 		return e.ComplexityRoot.FollowEdge.Node(childComplexity), true
+	case "FollowEdge.notificationsEnabled":
+		if e.ComplexityRoot.FollowEdge.NotificationsEnabled == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FollowEdge.NotificationsEnabled(childComplexity), true
 
 	case "FollowPayload.alreadyFollowing":
 		if e.ComplexityRoot.FollowPayload.AlreadyFollowing == nil {
@@ -265,6 +349,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.FollowPayload.Follower(childComplexity), true
 
+	case "Mutation.block":
+		if e.ComplexityRoot.Mutation.Block == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_block_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.Block(childComplexity, args["input"].(model.BlockInput)), true
 	case "Mutation.createUser":
 		if e.ComplexityRoot.Mutation.CreateUser == nil {
 			break
@@ -276,6 +371,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateUser(childComplexity, args["input"].(model.CreateUserInput)), true
+	case "Mutation.deactivateAccount":
+		if e.ComplexityRoot.Mutation.DeactivateAccount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Mutation.DeactivateAccount(childComplexity), true
 	case "Mutation.deleteUser":
 		if e.ComplexityRoot.Mutation.DeleteUser == nil {
 			break
@@ -298,6 +399,23 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.Follow(childComplexity, args["input"].(model.FollowInput)), true
+	case "Mutation.reactivateAccount":
+		if e.ComplexityRoot.Mutation.ReactivateAccount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Mutation.ReactivateAccount(childComplexity), true
+	case "Mutation.unblock":
+		if e.ComplexityRoot.Mutation.Unblock == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_unblock_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.Unblock(childComplexity, args["input"].(model.UnblockInput)), true
 	case "Mutation.unfollow":
 		if e.ComplexityRoot.Mutation.Unfollow == nil {
 			break
@@ -309,6 +427,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.Unfollow(childComplexity, args["input"].(model.UnfollowInput)), true
+	case "Mutation.updateFollow":
+		if e.ComplexityRoot.Mutation.UpdateFollow == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updateFollow_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdateFollow(childComplexity, args["input"].(model.UpdateFollowInput)), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -377,6 +506,13 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Suggestion.Via(childComplexity), true
 
+	case "UnblockPayload.wasBlocked":
+		if e.ComplexityRoot.UnblockPayload.WasBlocked == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UnblockPayload.WasBlocked(childComplexity), true
+
 	case "UnfollowPayload.followee":
 		if e.ComplexityRoot.UnfollowPayload.Followee == nil {
 			break
@@ -396,6 +532,23 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.UnfollowPayload.WasFollowing(childComplexity), true
 
+	case "User.blocked":
+		if e.ComplexityRoot.User.Blocked == nil {
+			break
+		}
+
+		args, err := ec.field_User_blocked_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.User.Blocked(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "User.blocksViewer":
+		if e.ComplexityRoot.User.BlocksViewer == nil {
+			break
+		}
+
+		return e.ComplexityRoot.User.BlocksViewer(childComplexity), true
 	case "User.followerCount":
 		if e.ComplexityRoot.User.FollowerCount == nil {
 			break
@@ -470,6 +623,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.User.Suggestions(childComplexity, args["first"].(*int)), true
+	case "User.viewerBlocks":
+		if e.ComplexityRoot.User.ViewerBlocks == nil {
+			break
+		}
+
+		return e.ComplexityRoot.User.ViewerBlocks(childComplexity), true
 	case "User.viewerFollows":
 		if e.ComplexityRoot.User.ViewerFollows == nil {
 			break
@@ -524,10 +683,13 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	ec := newExecutionContext(opCtx, e, make(chan graphql.DeferredResult))
 	inputUnmarshalers := func() *graphql.InputUnmarshalerIndex {
 		return graphql.NewInputUnmarshalerIndex(
+			graphql.NewInputUnmarshaler("BlockInput", ec.unmarshalInputBlockInput),
 			graphql.NewInputUnmarshaler("CreateUserInput", ec.unmarshalInputCreateUserInput),
 			graphql.NewInputUnmarshaler("DeleteUserInput", ec.unmarshalInputDeleteUserInput),
 			graphql.NewInputUnmarshaler("FollowInput", ec.unmarshalInputFollowInput),
+			graphql.NewInputUnmarshaler("UnblockInput", ec.unmarshalInputUnblockInput),
 			graphql.NewInputUnmarshaler("UnfollowInput", ec.unmarshalInputUnfollowInput),
+			graphql.NewInputUnmarshaler("UpdateFollowInput", ec.unmarshalInputUpdateFollowInput),
 		)
 	}
 	first := true
@@ -623,6 +785,20 @@ var parsedSchema = gqlparser.MustLoadSchema(sources...)
 // Each function is generated once per unique object type, deduplicating the
 // switch statements that were previously inlined in every fieldContext_* function.
 
+func (ec *executionContext) childFields_BlockPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "blocker":
+		return ec.fieldContext_BlockPayload_blocker(ctx, field)
+	case "blocked":
+		return ec.fieldContext_BlockPayload_blocked(ctx, field)
+	case "alreadyBlocked":
+		return ec.fieldContext_BlockPayload_alreadyBlocked(ctx, field)
+	case "removedFollows":
+		return ec.fieldContext_BlockPayload_removedFollows(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type BlockPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_CreateUserPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "user":
@@ -631,6 +807,16 @@ func (ec *executionContext) childFields_CreateUserPayload(ctx context.Context, f
 		return ec.fieldContext_CreateUserPayload_token(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type CreateUserPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_DeactivatePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "user":
+		return ec.fieldContext_DeactivatePayload_user(ctx, field)
+	case "deactivated":
+		return ec.fieldContext_DeactivatePayload_deactivated(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DeactivatePayload", field.Name)
 }
 
 func (ec *executionContext) childFields_DeleteUserPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -665,6 +851,10 @@ func (ec *executionContext) childFields_FollowEdge(ctx context.Context, field gr
 		return ec.fieldContext_FollowEdge_node(ctx, field)
 	case "followedAt":
 		return ec.fieldContext_FollowEdge_followedAt(ctx, field)
+	case "muted":
+		return ec.fieldContext_FollowEdge_muted(ctx, field)
+	case "notificationsEnabled":
+		return ec.fieldContext_FollowEdge_notificationsEnabled(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type FollowEdge", field.Name)
 }
@@ -707,6 +897,14 @@ func (ec *executionContext) childFields_Suggestion(ctx context.Context, field gr
 	return nil, fmt.Errorf("no field named %q was found under type Suggestion", field.Name)
 }
 
+func (ec *executionContext) childFields_UnblockPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "wasBlocked":
+		return ec.fieldContext_UnblockPayload_wasBlocked(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type UnblockPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_UnfollowPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "follower":
@@ -741,6 +939,12 @@ func (ec *executionContext) childFields_User(ctx context.Context, field graphql.
 		return ec.fieldContext_User_viewerFollows(ctx, field)
 	case "followsViewer":
 		return ec.fieldContext_User_followsViewer(ctx, field)
+	case "viewerBlocks":
+		return ec.fieldContext_User_viewerBlocks(ctx, field)
+	case "blocksViewer":
+		return ec.fieldContext_User_blocksViewer(ctx, field)
+	case "blocked":
+		return ec.fieldContext_User_blocked(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type User", field.Name)
 }
@@ -885,6 +1089,20 @@ func (ec *executionContext) childFields___Type(ctx context.Context, field graphq
 
 // region    ***************************** args.gotpl *****************************
 
+func (ec *executionContext) field_Mutation_block_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.BlockInput, error) {
+			return ec.unmarshalNBlockInput2followsᚋgraphᚋmodelᚐBlockInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createUser_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -927,12 +1145,40 @@ func (ec *executionContext) field_Mutation_follow_args(ctx context.Context, rawA
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_unblock_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.UnblockInput, error) {
+			return ec.unmarshalNUnblockInput2followsᚋgraphᚋmodelᚐUnblockInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_unfollow_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.UnfollowInput, error) {
 			return ec.unmarshalNUnfollowInput2followsᚋgraphᚋmodelᚐUnfollowInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_updateFollow_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.UpdateFollowInput, error) {
+			return ec.unmarshalNUpdateFollowInput2followsᚋgraphᚋmodelᚐUpdateFollowInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -978,6 +1224,28 @@ func (ec *executionContext) field_Query_user_args(ctx context.Context, rawArgs m
 }
 
 func (ec *executionContext) field_Query_users_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_User_blocked_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
@@ -1153,6 +1421,116 @@ func (ec *executionContext) field___Type_inputFields_args(ctx context.Context, r
 
 // region    **************************** field.gotpl *****************************
 
+func (ec *executionContext) _BlockPayload_blocker(ctx context.Context, field graphql.CollectedField, obj *model.BlockPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BlockPayload_blocker(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Blocker, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *db.User) graphql.Marshaler {
+			return ec.marshalNUser2ᚖfollowsᚋdbᚐUser(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BlockPayload_blocker(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "BlockPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _BlockPayload_blocked(ctx context.Context, field graphql.CollectedField, obj *model.BlockPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BlockPayload_blocked(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Blocked, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *db.User) graphql.Marshaler {
+			return ec.marshalNUser2ᚖfollowsᚋdbᚐUser(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BlockPayload_blocked(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "BlockPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _BlockPayload_alreadyBlocked(ctx context.Context, field graphql.CollectedField, obj *model.BlockPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BlockPayload_alreadyBlocked(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AlreadyBlocked, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BlockPayload_alreadyBlocked(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BlockPayload", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _BlockPayload_removedFollows(ctx context.Context, field graphql.CollectedField, obj *model.BlockPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BlockPayload_removedFollows(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RemovedFollows, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BlockPayload_removedFollows(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BlockPayload", field, false, false, "Int")
+}
+
 func (ec *executionContext) _CreateUserPayload_user(ctx context.Context, field graphql.CollectedField, obj *model.CreateUserPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -1206,6 +1584,61 @@ func (ec *executionContext) _CreateUserPayload_token(ctx context.Context, field 
 }
 func (ec *executionContext) fieldContext_CreateUserPayload_token(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("CreateUserPayload", field, false, false, "String")
+}
+
+func (ec *executionContext) _DeactivatePayload_user(ctx context.Context, field graphql.CollectedField, obj *model.DeactivatePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeactivatePayload_user(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.User, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *db.User) graphql.Marshaler {
+			return ec.marshalNUser2ᚖfollowsᚋdbᚐUser(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DeactivatePayload_user(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "DeactivatePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _DeactivatePayload_deactivated(ctx context.Context, field graphql.CollectedField, obj *model.DeactivatePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeactivatePayload_deactivated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Deactivated, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DeactivatePayload_deactivated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeactivatePayload", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _DeleteUserPayload_deletedUserId(ctx context.Context, field graphql.CollectedField, obj *model.DeleteUserPayload) (ret graphql.Marshaler) {
@@ -1449,6 +1882,52 @@ func (ec *executionContext) _FollowEdge_followedAt(ctx context.Context, field gr
 }
 func (ec *executionContext) fieldContext_FollowEdge_followedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("FollowEdge", field, false, false, "Time")
+}
+
+func (ec *executionContext) _FollowEdge_muted(ctx context.Context, field graphql.CollectedField, obj *model.FollowEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FollowEdge_muted(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Muted, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FollowEdge_muted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FollowEdge", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _FollowEdge_notificationsEnabled(ctx context.Context, field graphql.CollectedField, obj *model.FollowEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FollowEdge_notificationsEnabled(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NotificationsEnabled, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FollowEdge_notificationsEnabled(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FollowEdge", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _FollowPayload_follower(ctx context.Context, field graphql.CollectedField, obj *model.FollowPayload) (ret graphql.Marshaler) {
@@ -1733,6 +2212,202 @@ func (ec *executionContext) fieldContext_Mutation_deleteUser(ctx context.Context
 	if fc.Args, err = ec.field_Mutation_deleteUser_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_updateFollow(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_updateFollow(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpdateFollow(ctx, fc.Args["input"].(model.UpdateFollowInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.FollowPayload) graphql.Marshaler {
+			return ec.marshalNFollowPayload2ᚖfollowsᚋgraphᚋmodelᚐFollowPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_updateFollow(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FollowPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_updateFollow_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_block(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_block(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().Block(ctx, fc.Args["input"].(model.BlockInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.BlockPayload) graphql.Marshaler {
+			return ec.marshalNBlockPayload2ᚖfollowsᚋgraphᚋmodelᚐBlockPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_block(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_BlockPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_block_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_unblock(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_unblock(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().Unblock(ctx, fc.Args["input"].(model.UnblockInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.UnblockPayload) graphql.Marshaler {
+			return ec.marshalNUnblockPayload2ᚖfollowsᚋgraphᚋmodelᚐUnblockPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_unblock(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UnblockPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_unblock_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deactivateAccount(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deactivateAccount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Mutation().DeactivateAccount(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.DeactivatePayload) graphql.Marshaler {
+			return ec.marshalNDeactivatePayload2ᚖfollowsᚋgraphᚋmodelᚐDeactivatePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deactivateAccount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DeactivatePayload(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_reactivateAccount(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_reactivateAccount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Mutation().ReactivateAccount(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.DeactivatePayload) graphql.Marshaler {
+			return ec.marshalNDeactivatePayload2ᚖfollowsᚋgraphᚋmodelᚐDeactivatePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_reactivateAccount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DeactivatePayload(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -2078,6 +2753,29 @@ func (ec *executionContext) _Suggestion_via(ctx context.Context, field graphql.C
 }
 func (ec *executionContext) fieldContext_Suggestion_via(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Suggestion", field, false, false, "Int")
+}
+
+func (ec *executionContext) _UnblockPayload_wasBlocked(ctx context.Context, field graphql.CollectedField, obj *model.UnblockPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UnblockPayload_wasBlocked(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.WasBlocked, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UnblockPayload_wasBlocked(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UnblockPayload", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _UnfollowPayload_follower(ctx context.Context, field graphql.CollectedField, obj *model.UnfollowPayload) (ret graphql.Marshaler) {
@@ -2479,6 +3177,96 @@ func (ec *executionContext) _User_followsViewer(ctx context.Context, field graph
 }
 func (ec *executionContext) fieldContext_User_followsViewer(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("User", field, true, true, "Boolean")
+}
+
+func (ec *executionContext) _User_viewerBlocks(ctx context.Context, field graphql.CollectedField, obj *db.User) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_User_viewerBlocks(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.User().ViewerBlocks(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_User_viewerBlocks(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("User", field, true, true, "Boolean")
+}
+
+func (ec *executionContext) _User_blocksViewer(ctx context.Context, field graphql.CollectedField, obj *db.User) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_User_blocksViewer(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.User().BlocksViewer(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_User_blocksViewer(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("User", field, true, true, "Boolean")
+}
+
+func (ec *executionContext) _User_blocked(ctx context.Context, field graphql.CollectedField, obj *db.User) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_User_blocked(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.User().Blocked(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.UserConnection) graphql.Marshaler {
+			return ec.marshalNUserConnection2ᚖfollowsᚋgraphᚋmodelᚐUserConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_User_blocked(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "User",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_User_blocked_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _UserConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.UserConnection) (ret graphql.Marshaler) {
@@ -3728,6 +4516,48 @@ func (ec *executionContext) fieldContext___Type_isOneOf(_ context.Context, field
 
 // region    **************************** input.gotpl *****************************
 
+func (ec *executionContext) unmarshalInputBlockInput(ctx context.Context, obj any) (model.BlockInput, error) {
+	var it model.BlockInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"userId"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "userId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("userId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UserID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalBlockInput unmarshals raw into the BlockInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalBlockInput(ctx context.Context, raw any) (model.BlockInput, error) {
+	var out model.BlockInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "BlockInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputCreateUserInput(ctx context.Context, obj any) (model.CreateUserInput, error) {
 	var it model.CreateUserInput
 	if obj == nil {
@@ -3854,6 +4684,48 @@ func UnmarshalFollowInput(ctx context.Context, raw any) (model.FollowInput, erro
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputUnblockInput(ctx context.Context, obj any) (model.UnblockInput, error) {
+	var it model.UnblockInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"userId"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "userId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("userId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UserID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalUnblockInput unmarshals raw into the UnblockInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalUnblockInput(ctx context.Context, raw any) (model.UnblockInput, error) {
+	var out model.UnblockInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "UnblockInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputUnfollowInput(ctx context.Context, obj any) (model.UnfollowInput, error) {
 	var it model.UnfollowInput
 	if obj == nil {
@@ -3896,6 +4768,62 @@ func UnmarshalUnfollowInput(ctx context.Context, raw any) (model.UnfollowInput, 
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputUpdateFollowInput(ctx context.Context, obj any) (model.UpdateFollowInput, error) {
+	var it model.UpdateFollowInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"userId", "muted", "notificationsEnabled"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "userId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("userId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UserID = data
+		case "muted":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("muted"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Muted = data
+		case "notificationsEnabled":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("notificationsEnabled"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NotificationsEnabled = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalUpdateFollowInput unmarshals raw into the UpdateFollowInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalUpdateFollowInput(ctx context.Context, raw any) (model.UpdateFollowInput, error) {
+	var out model.UpdateFollowInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "UpdateFollowInput", raw, &out)
+	return out, err
+}
+
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
@@ -3903,6 +4831,54 @@ func UnmarshalUnfollowInput(ctx context.Context, raw any) (model.UnfollowInput, 
 // endregion ************************** interface.gotpl ***************************
 
 // region    **************************** object.gotpl ****************************
+
+var blockPayloadImplementors = []string{"BlockPayload"}
+
+func (ec *executionContext) _BlockPayload(ctx context.Context, sel ast.SelectionSet, obj *model.BlockPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, blockPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("BlockPayload")
+		case "blocker":
+			out.Values[i] = ec._BlockPayload_blocker(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "blocked":
+			out.Values[i] = ec._BlockPayload_blocked(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "alreadyBlocked":
+			out.Values[i] = ec._BlockPayload_alreadyBlocked(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "removedFollows":
+			out.Values[i] = ec._BlockPayload_removedFollows(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
 
 var createUserPayloadImplementors = []string{"CreateUserPayload"}
 
@@ -3922,6 +4898,44 @@ func (ec *executionContext) _CreateUserPayload(ctx context.Context, sel ast.Sele
 			}
 		case "token":
 			out.Values[i] = ec._CreateUserPayload_token(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var deactivatePayloadImplementors = []string{"DeactivatePayload"}
+
+func (ec *executionContext) _DeactivatePayload(ctx context.Context, sel ast.SelectionSet, obj *model.DeactivatePayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, deactivatePayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DeactivatePayload")
+		case "user":
+			out.Values[i] = ec._DeactivatePayload_user(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deactivated":
+			out.Values[i] = ec._DeactivatePayload_deactivated(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -4055,6 +5069,16 @@ func (ec *executionContext) _FollowEdge(ctx context.Context, sel ast.SelectionSe
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "muted":
+			out.Values[i] = ec._FollowEdge_muted(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "notificationsEnabled":
+			out.Values[i] = ec._FollowEdge_notificationsEnabled(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -4163,6 +5187,41 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "deleteUser":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_deleteUser(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updateFollow":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_updateFollow(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "block":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_block(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "unblock":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_unblock(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deactivateAccount":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deactivateAccount(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "reactivateAccount":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_reactivateAccount(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -4338,6 +5397,39 @@ func (ec *executionContext) _Suggestion(ctx context.Context, sel ast.SelectionSe
 	return out
 }
 
+var unblockPayloadImplementors = []string{"UnblockPayload"}
+
+func (ec *executionContext) _UnblockPayload(ctx context.Context, sel ast.SelectionSet, obj *model.UnblockPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, unblockPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("UnblockPayload")
+		case "wasBlocked":
+			out.Values[i] = ec._UnblockPayload_wasBlocked(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var unfollowPayloadImplementors = []string{"UnfollowPayload"}
 
 func (ec *executionContext) _UnfollowPayload(ctx context.Context, sel ast.SelectionSet, obj *model.UnfollowPayload) graphql.Marshaler {
@@ -4448,6 +5540,24 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._User_followsViewer(ctx, field, obj)
+				})
+		case "viewerBlocks":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._User_viewerBlocks(ctx, field, obj)
+				})
+		case "blocksViewer":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._User_blocksViewer(ctx, field, obj)
+				})
+		case "blocked":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._User_blocked(ctx, field, obj)
 				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -4915,6 +6025,19 @@ func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, o
 
 // region    ***************************** type.gotpl *****************************
 
+func (ec *executionContext) unmarshalNBlockInput2followsᚋgraphᚋmodelᚐBlockInput(ctx context.Context, v any) (model.BlockInput, error) {
+	res, err := ec.unmarshalInputBlockInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNBlockPayload2ᚖfollowsᚋgraphᚋmodelᚐBlockPayload(ctx context.Context, sel ast.SelectionSet, v *model.BlockPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "BlockPayload!")
+		return graphql.Null
+	}
+	return ec._BlockPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNBoolean2bool(ctx context.Context, v any) (bool, error) {
 	res, err := graphql.UnmarshalBoolean(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -4940,6 +6063,14 @@ func (ec *executionContext) marshalNCreateUserPayload2ᚖfollowsᚋgraphᚋmodel
 		return graphql.Null
 	}
 	return ec._CreateUserPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNDeactivatePayload2ᚖfollowsᚋgraphᚋmodelᚐDeactivatePayload(ctx context.Context, sel ast.SelectionSet, v *model.DeactivatePayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "DeactivatePayload!")
+		return graphql.Null
+	}
+	return ec._DeactivatePayload(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNDeleteUserInput2followsᚋgraphᚋmodelᚐDeleteUserInput(ctx context.Context, v any) (model.DeleteUserInput, error) {
@@ -5088,6 +6219,19 @@ func (ec *executionContext) marshalNTime2timeᚐTime(ctx context.Context, sel as
 	return res
 }
 
+func (ec *executionContext) unmarshalNUnblockInput2followsᚋgraphᚋmodelᚐUnblockInput(ctx context.Context, v any) (model.UnblockInput, error) {
+	res, err := ec.unmarshalInputUnblockInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNUnblockPayload2ᚖfollowsᚋgraphᚋmodelᚐUnblockPayload(ctx context.Context, sel ast.SelectionSet, v *model.UnblockPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "UnblockPayload!")
+		return graphql.Null
+	}
+	return ec._UnblockPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNUnfollowInput2followsᚋgraphᚋmodelᚐUnfollowInput(ctx context.Context, v any) (model.UnfollowInput, error) {
 	res, err := ec.unmarshalInputUnfollowInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -5099,6 +6243,11 @@ func (ec *executionContext) marshalNUnfollowPayload2ᚖfollowsᚋgraphᚋmodel�
 		return graphql.Null
 	}
 	return ec._UnfollowPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNUpdateFollowInput2followsᚋgraphᚋmodelᚐUpdateFollowInput(ctx context.Context, v any) (model.UpdateFollowInput, error) {
+	res, err := ec.unmarshalInputUpdateFollowInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNUser2ᚕᚖfollowsᚋdbᚐUserᚄ(ctx context.Context, sel ast.SelectionSet, v []*db.User) graphql.Marshaler {

@@ -91,3 +91,37 @@ func (r *Resolver) viewerAndTarget(ctx context.Context, userID string) (*db.User
 	}
 	return me, id, nil
 }
+
+// activeViewerAndTarget is viewerAndTarget for actions a deactivated
+// account may not take until it reactivates.
+func (r *Resolver) activeViewerAndTarget(ctx context.Context, userID string) (*db.User, int64, error) {
+	me, id, err := r.viewerAndTarget(ctx, userID)
+	if err == nil && me.Deactivated {
+		return nil, 0, userError(ctx, CodeForbidden, "your account is deactivated: reactivate it first")
+	}
+	return me, id, err
+}
+
+// visible hides a deactivated user from everyone but itself.
+func visible(ctx context.Context, u *db.User) *db.User {
+	if u == nil || !u.Deactivated {
+		return u
+	}
+	if me, err := auth.Viewer(ctx); err == nil && me == u.ID {
+		return u
+	}
+	return nil
+}
+
+func (r *Resolver) setDeactivated(ctx context.Context, deactivated bool) (*model.DeactivatePayload, error) {
+	me, err := r.requireViewer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	u, _, err := r.Store.SetDeactivated(ctx, me.ID, deactivated)
+	if err != nil {
+		return nil, storeError(ctx, err)
+	}
+	r.wrote(ctx, &u)
+	return &model.DeactivatePayload{User: &u, Deactivated: u.Deactivated}, nil
+}

@@ -53,6 +53,12 @@ func storeError(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, db.ErrSelfFollow):
 		return userError(ctx, CodeBadUserInput, "cannot follow yourself")
+	case errors.Is(err, db.ErrSelfBlock):
+		return userError(ctx, CodeBadUserInput, "cannot block yourself")
+	case errors.Is(err, db.ErrBlocked):
+		return userError(ctx, CodeForbidden, "blocked: one of you blocks the other")
+	case errors.Is(err, db.ErrDeactivated):
+		return userError(ctx, CodeForbidden, "your account is deactivated: reactivate it first")
 	case errors.Is(err, db.ErrNameTaken):
 		return userError(ctx, CodeBadUserInput, "that name is taken")
 	case errors.Is(err, db.ErrFollowerNotFound):

@@ -36,6 +36,7 @@ func Complexity() graph.ComplexityRoot {
 	c.User.Followers = conn
 	c.User.Following = conn
 	c.User.MutualFollows = conn
+	c.User.Blocked = conn
 	c.User.Suggestions = func(child int, first *int) int { return page(child, first, 10) }
 	c.Query.Users = conn
 	return c

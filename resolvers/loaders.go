@@ -18,6 +18,7 @@ import (
 type loaders struct {
 	users        *dataloadgen.Loader[int64, *db.User]
 	follows      *dataloadgen.Loader[db.Pair, bool]
+	blocks       *dataloadgen.Loader[db.Pair, bool]
 	followers    *dataloadgen.Loader[db.PageQuery, db.Page]
 	following    *dataloadgen.Loader[db.PageQuery, db.Page]
 	mutual       *dataloadgen.Loader[db.PageQuery, db.Page]
@@ -54,6 +55,7 @@ func newLoaders(s *db.Store, wait time.Duration, onBatch func(string, int)) *loa
 	return &loaders{
 		users:        dataloadgen.NewLoader(batched("users", onBatch, s.UsersByID), w),
 		follows:      dataloadgen.NewLoader(batched("follows", onBatch, s.FollowsExist), w),
+		blocks:       dataloadgen.NewLoader(batched("blocks", onBatch, s.BlocksExist), w),
 		followers:    dataloadgen.NewLoader(batched("followers", onBatch, pages(db.Followers)), w, capped),
 		following:    dataloadgen.NewLoader(batched("following", onBatch, pages(db.Following)), w, capped),
 		mutual:       dataloadgen.NewLoader(batched("mutual", onBatch, s.MutualPages), w, capped),

@@ -51,6 +51,14 @@ func (r *Resolver) prefetch(ctx context.Context, ids []int64, paths ...[]string)
 				if viewerErr == nil {
 					l.follows.LoadThunk(ctx, db.Pair{Follower: id, Followee: viewer})
 				}
+			case "viewerBlocks":
+				if viewerErr == nil {
+					l.blocks.LoadThunk(ctx, db.Pair{Follower: viewer, Followee: id})
+				}
+			case "blocksViewer":
+				if viewerErr == nil {
+					l.blocks.LoadThunk(ctx, db.Pair{Follower: id, Followee: viewer})
+				}
 			}
 		}
 	}
@@ -109,7 +117,7 @@ func planField(ctx context.Context, oc *graphql.OperationContext, f graphql.Coll
 		return page(model.ListMutual, 20)
 	case "suggestions":
 		return page("suggestions", 10)
-	case "viewerFollows", "followsViewer":
+	case "viewerFollows", "followsViewer", "viewerBlocks", "blocksViewer":
 		return prefetchStep{field: f.Name}, true
 	}
 	return prefetchStep{}, false

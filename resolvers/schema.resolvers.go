@@ -8,6 +8,7 @@ package resolvers
 import (
 	"context"
 	"errors"
+	"follows/auth"
 	"follows/db"
 	"follows/graph"
 	"follows/graph/model"
@@ -29,7 +30,7 @@ func (r *mutationResolver) CreateUser(ctx context.Context, input model.CreateUse
 
 // Follow is the resolver for the follow field.
 func (r *mutationResolver) Follow(ctx context.Context, input model.FollowInput) (*model.FollowPayload, error) {
-	me, id, err := r.viewerAndTarget(ctx, input.UserID)
+	me, id, err := r.activeViewerAndTarget(ctx, input.UserID)
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +44,7 @@ func (r *mutationResolver) Follow(ctx context.Context, input model.FollowInput) 
 
 // Unfollow is the resolver for the unfollow field.
 func (r *mutationResolver) Unfollow(ctx context.Context, input model.UnfollowInput) (*model.UnfollowPayload, error) {
-	me, id, err := r.viewerAndTarget(ctx, input.UserID)
+	me, id, err := r.activeViewerAndTarget(ctx, input.UserID)
 	if err != nil {
 		return nil, err
 	}
@@ -72,6 +73,56 @@ func (r *mutationResolver) DeleteUser(ctx context.Context, input model.DeleteUse
 	return &model.DeleteUserPayload{DeletedUserID: input.UserID, DeletedFollows: n}, nil
 }
 
+func (r *mutationResolver) UpdateFollow(ctx context.Context, input model.UpdateFollowInput) (*model.FollowPayload, error) {
+	me, id, err := r.activeViewerAndTarget(ctx, input.UserID)
+	if err != nil {
+		return nil, err
+	}
+	f, err := r.Store.UpdateFollow(ctx, me.ID, id, input.Muted, input.NotificationsEnabled)
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, userError(ctx, CodeNotFound, "you do not follow that user")
+	}
+	if err != nil {
+		return nil, storeError(ctx, err)
+	}
+	r.wrote(ctx, &f.Follower, &f.Followee)
+	return &model.FollowPayload{Follower: &f.Follower, Followee: &f.Followee, FollowedAt: f.At, AlreadyFollowing: true}, nil
+}
+
+func (r *mutationResolver) Block(ctx context.Context, input model.BlockInput) (*model.BlockPayload, error) {
+	me, id, err := r.activeViewerAndTarget(ctx, input.UserID)
+	if err != nil {
+		return nil, err
+	}
+	b, err := r.Store.Block(ctx, me.ID, id)
+	if err != nil {
+		return nil, storeError(ctx, err)
+	}
+	r.wrote(ctx, &b.Blocker, &b.Blocked)
+	return &model.BlockPayload{Blocker: &b.Blocker, Blocked: &b.Blocked, AlreadyBlocked: b.Already, RemovedFollows: b.RemovedFollows}, nil
+}
+
+func (r *mutationResolver) Unblock(ctx context.Context, input model.UnblockInput) (*model.UnblockPayload, error) {
+	me, id, err := r.activeViewerAndTarget(ctx, input.UserID)
+	if err != nil {
+		return nil, err
+	}
+	was, err := r.Store.Unblock(ctx, me.ID, id)
+	if err != nil {
+		return nil, storeError(ctx, err)
+	}
+	r.wrote(ctx)
+	return &model.UnblockPayload{WasBlocked: was}, nil
+}
+
+func (r *mutationResolver) DeactivateAccount(ctx context.Context) (*model.DeactivatePayload, error) {
+	return r.setDeactivated(ctx, true)
+}
+
+func (r *mutationResolver) ReactivateAccount(ctx context.Context) (*model.DeactivatePayload, error) {
+	return r.setDeactivated(ctx, false)
+}
+
 // User is the resolver for the user field.
 func (r *queryResolver) User(ctx context.Context, id *string, name *string) (*db.User, error) {
 	switch {
@@ -90,7 +141,7 @@ func (r *queryResolver) User(ctx context.Context, id *string, name *string) (*db
 		if found[0] != nil {
 			r.loadersFor(ctx).users.Prime(uid, found[0])
 		}
-		return found[0], nil
+		return visible(ctx, found[0]), nil
 	}
 	u, err := r.Store.UserByName(ctx, *name)
 	if errors.Is(err, db.ErrNotFound) {
@@ -99,7 +150,7 @@ func (r *queryResolver) User(ctx context.Context, id *string, name *string) (*db
 	if err != nil {
 		return nil, storeError(ctx, err)
 	}
-	return &u, nil
+	return visible(ctx, &u), nil
 }
 
 // Users is the resolver for the users field.
@@ -188,12 +239,43 @@ func (r *userResolver) Suggestions(ctx context.Context, obj *db.User, first *int
 
 // ViewerFollows is the resolver for the viewerFollows field.
 func (r *userResolver) ViewerFollows(ctx context.Context, obj *db.User) (bool, error) {
-	return r.viewerPair(ctx, obj.ID, true)
+	return r.viewerPair(ctx, r.loadersFor(ctx).follows, obj.ID, true)
 }
 
 // FollowsViewer is the resolver for the followsViewer field.
 func (r *userResolver) FollowsViewer(ctx context.Context, obj *db.User) (bool, error) {
-	return r.viewerPair(ctx, obj.ID, false)
+	return r.viewerPair(ctx, r.loadersFor(ctx).follows, obj.ID, false)
+}
+
+func (r *userResolver) ViewerBlocks(ctx context.Context, obj *db.User) (bool, error) {
+	return r.viewerPair(ctx, r.loadersFor(ctx).blocks, obj.ID, true)
+}
+
+func (r *userResolver) BlocksViewer(ctx context.Context, obj *db.User) (bool, error) {
+	return r.viewerPair(ctx, r.loadersFor(ctx).blocks, obj.ID, false)
+}
+
+func (r *userResolver) Blocked(ctx context.Context, obj *db.User, first *int, after *string) (*model.UserConnection, error) {
+	me, err := auth.Viewer(ctx)
+	if err != nil || me != obj.ID {
+		return nil, userError(ctx, CodeForbidden, "only a user itself may see whom it blocks")
+	}
+	q, err := pageArgs(ctx, model.ListBlocked, obj.ID, first, after, 20)
+	if err != nil {
+		return nil, err
+	}
+	page, err := r.Store.BlockedPage(ctx, q)
+	if err != nil {
+		return nil, storeError(ctx, err)
+	}
+	r.prefetch(ctx, pageIDs(page), connectionNodes...)
+	return userConnection(model.ListBlocked, q, page, func(context.Context) (int, error) {
+		n, err := r.Store.CountBlocked(ctx, obj.ID)
+		if err != nil {
+			return 0, storeError(ctx, err)
+		}
+		return n, nil
+	}), nil
 }
 
 func (r *Resolver) Mutation() graph.MutationResolver { return &mutationResolver{r} }

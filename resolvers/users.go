@@ -3,6 +3,8 @@ package resolvers
 import (
 	"context"
 
+	"github.com/vikstrous/dataloadgen"
+
 	"follows/auth"
 	"follows/db"
 	"follows/graph/model"
@@ -30,19 +32,20 @@ func (r *Resolver) wrote(ctx context.Context, users ...*db.User) {
 	}
 }
 
-// viewerPair tells whether the viewer follows the user (viewerFollows) or
-// the user follows the viewer; false for an anonymous request. A deleted
+// viewerPair tells whether the viewer follows (or blocks, with the blocks
+// loader) the user, with viewerFirst, or the user the viewer; false for an
+// anonymous request. A deleted
 // user's token finds no follow rows, so it needs no check of its own.
-func (r *Resolver) viewerPair(ctx context.Context, user int64, viewerFollows bool) (bool, error) {
+func (r *Resolver) viewerPair(ctx context.Context, loader *dataloadgen.Loader[db.Pair, bool], user int64, viewerFirst bool) (bool, error) {
 	me, err := auth.Viewer(ctx)
 	if err != nil {
 		return false, nil
 	}
 	p := db.Pair{Follower: user, Followee: me}
-	if viewerFollows {
+	if viewerFirst {
 		p = db.Pair{Follower: me, Followee: user}
 	}
-	ok, err := r.loadersFor(ctx).follows.Load(ctx, p)
+	ok, err := loader.Load(ctx, p)
 	if err != nil {
 		return false, storeError(ctx, err)
 	}
@@ -73,12 +76,18 @@ func (r *Resolver) followPage(ctx context.Context, dir db.Direction, user *db.Us
 			return user.FollowerCount, nil
 		},
 	}
+	viewer, viewerErr := auth.Viewer(ctx)
 	for _, e := range page.Edges {
-		conn.Edges = append(conn.Edges, &model.FollowEdge{
-			List:       dir.String(),
-			Node:       &e.User,
-			FollowedAt: e.At,
-		})
+		edge := &model.FollowEdge{List: dir.String(), Node: &e.User, FollowedAt: e.At}
+		follower := e.User.ID
+		if dir == db.Following {
+			follower = user.ID
+		}
+		// Mutes are private to the follower.
+		if viewerErr == nil && viewer == follower {
+			edge.Muted, edge.NotificationsEnabled = &e.Muted, &e.NotificationsEnabled
+		}
+		conn.Edges = append(conn.Edges, edge)
 	}
 	return conn, nil
 }

@@ -23,6 +23,7 @@ const (
 	ListFollowing = "following"
 	ListMutual    = "mutual"
 	ListUsers     = "users"
+	ListBlocked   = "blocked"
 )
 
 // ErrBadCursor is what DecodeCursor returns for anything but a cursor of

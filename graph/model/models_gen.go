@@ -7,6 +7,18 @@ import (
 	"time"
 )
 
+type BlockInput struct {
+	UserID string `json:"userId"`
+}
+
+type BlockPayload struct {
+	Blocker        *db.User `json:"blocker"`
+	Blocked        *db.User `json:"blocked"`
+	AlreadyBlocked bool     `json:"alreadyBlocked"`
+	// How many follows the block removed, in both directions.
+	RemovedFollows int `json:"removedFollows"`
+}
+
 type CreateUserInput struct {
 	Name string `json:"name"`
 }
@@ -15,6 +27,12 @@ type CreateUserPayload struct {
 	User *db.User `json:"user"`
 	// Send as `Authorization: Bearer <token>`.
 	Token string `json:"token"`
+}
+
+type DeactivatePayload struct {
+	User *db.User `json:"user"`
+	// Whether the account is deactivated now.
+	Deactivated bool `json:"deactivated"`
 }
 
 type DeleteUserInput struct {
@@ -60,6 +78,14 @@ type Suggestion struct {
 	Via  int      `json:"via"`
 }
 
+type UnblockInput struct {
+	UserID string `json:"userId"`
+}
+
+type UnblockPayload struct {
+	WasBlocked bool `json:"wasBlocked"`
+}
+
 type UnfollowInput struct {
 	UserID string `json:"userId"`
 }
@@ -68,4 +94,12 @@ type UnfollowPayload struct {
 	Follower     *db.User `json:"follower"`
 	Followee     *db.User `json:"followee"`
 	WasFollowing bool     `json:"wasFollowing"`
+}
+
+type UpdateFollowInput struct {
+	UserID string `json:"userId"`
+	// Unchanged when null.
+	Muted *bool `json:"muted,omitempty"`
+	// Unchanged when null.
+	NotificationsEnabled *bool `json:"notificationsEnabled,omitempty"`
 }

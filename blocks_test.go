@@ -1,0 +1,235 @@
+package main
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+)
+
+// profile is what the block and deactivation test reads of a user.
+type profile struct {
+	FollowerCount, FollowingCount int
+	Followers, Following          struct {
+		Edges []struct {
+			FollowedAt string
+			Node       struct{ Name string }
+		}
+	}
+	MutualFollows struct{ Nodes []struct{ Name string } }
+	Suggestions   []struct {
+		User struct{ Name string }
+		Via  int
+	}
+}
+
+const profileQuery = `query($name: String) { user(name: $name) { followerCount followingCount
+  followers(first: 100) { edges { followedAt node { name } } }
+  following(first: 100) { edges { followedAt node { name } } }
+  mutualFollows { nodes { name } } suggestions { user { name } via } } }`
+
+func (s *testServer) profile(token, name string) *profile {
+	s.t.Helper()
+	var out struct{ User *profile }
+	s.data(token, profileQuery, map[string]any{"name": name}, &out)
+	return out.User
+}
+
+func edgeNames(p *profile, following bool) []string {
+	edges := p.Followers.Edges
+	if following {
+		edges = p.Following.Edges
+	}
+	out := []string{}
+	for _, e := range edges {
+		out = append(out, e.Node.Name)
+	}
+	return out
+}
+
+// The issue's acceptance, step by step over HTTP, with the counts checked
+// against a recount after each step.
+func TestBlocksAndDeactivation(t *testing.T) {
+	s := startServer(t)
+	u := s.sample()
+	alice, bob, carol := u["alice"], u["bob"], u["carol"]
+	block := `mutation($id: ID!) { block(input: {userId: $id}) { blocker { name followerCount } blocked { name } alreadyBlocked removedFollows } }`
+	unblock := `mutation($id: ID!) { unblock(input: {userId: $id}) { wasBlocked } }`
+
+	// alice blocks bob: both follows between them go.
+	var b struct {
+		Block struct {
+			Blocker struct {
+				Name          string
+				FollowerCount int
+			}
+			AlreadyBlocked bool
+			RemovedFollows int
+		}
+	}
+	s.data(alice.Token, block, map[string]any{"id": bob.ID}, &b)
+	if b.Block.RemovedFollows != 2 || b.Block.AlreadyBlocked || b.Block.Blocker.FollowerCount != 0 {
+		t.Errorf("block = %+v, want 2 follows removed, alice left with 0 followers", b.Block)
+	}
+	checkGraph(t, s.dbPath)
+	s.data(alice.Token, block, map[string]any{"id": bob.ID}, &b)
+	if !b.Block.AlreadyBlocked || b.Block.RemovedFollows != 0 {
+		t.Errorf("second block = %+v, want alreadyBlocked", b.Block)
+	}
+	if r := s.do(bob.Token, followMutation, map[string]any{"id": alice.ID}); r.code() != "FORBIDDEN" {
+		t.Errorf("bob follows alice while blocked: %+v, want FORBIDDEN", r.Errors)
+	}
+	if r := s.do(alice.Token, followMutation, map[string]any{"id": bob.ID}); r.code() != "FORBIDDEN" {
+		t.Errorf("alice follows bob while blocking him: %+v, want FORBIDDEN", r.Errors)
+	}
+	a := s.profile("", "alice")
+	if a.FollowerCount != 0 || len(a.MutualFollows.Nodes) != 0 {
+		t.Errorf("alice after the block: %d followers, mutual %v; want 0 and none", a.FollowerCount, a.MutualFollows.Nodes)
+	}
+	// bob follows dave, who is followed by carol whom alice follows: bob's
+	// suggestions must not name alice, whatever the graph.
+	s.follow(bob, carol)
+	for _, sg := range s.profile("", "bob").Suggestions {
+		if sg.User.Name == "alice" {
+			t.Errorf("bob's suggestions include alice, who blocks him")
+		}
+	}
+	var flags struct {
+		User struct{ ViewerBlocks, BlocksViewer bool }
+	}
+	s.data(alice.Token, `query($id: ID) { user(id: $id) { viewerBlocks blocksViewer } }`, map[string]any{"id": bob.ID}, &flags)
+	if !flags.User.ViewerBlocks || flags.User.BlocksViewer {
+		t.Errorf("alice looking at bob: %+v, want viewerBlocks only", flags.User)
+	}
+	var blocked struct {
+		User struct {
+			Blocked struct {
+				Nodes      []struct{ Name string }
+				TotalCount int
+			}
+		}
+	}
+	s.data(alice.Token, `query($id: ID) { user(id: $id) { blocked { nodes { name } totalCount } } }`, map[string]any{"id": alice.ID}, &blocked)
+	if len(blocked.User.Blocked.Nodes) != 1 || blocked.User.Blocked.Nodes[0].Name != "bob" || blocked.User.Blocked.TotalCount != 1 {
+		t.Errorf("alice's blocked list = %+v, want [bob]", blocked.User.Blocked)
+	}
+	if r := s.do(bob.Token, `query($id: ID) { user(id: $id) { blocked { totalCount } } }`, map[string]any{"id": alice.ID}); r.code() != "FORBIDDEN" {
+		t.Errorf("bob reading alice's blocked list: %+v, want FORBIDDEN", r.Errors)
+	}
+	s.do(bob.Token, `mutation($id: ID!) { unfollow(input: {userId: $id}) { wasFollowing } }`, map[string]any{"id": carol.ID})
+
+	// unblock: bob can follow again.
+	var ub struct{ Unblock struct{ WasBlocked bool } }
+	s.data(alice.Token, unblock, map[string]any{"id": bob.ID}, &ub)
+	if !ub.Unblock.WasBlocked {
+		t.Error("unblock: wasBlocked false")
+	}
+	s.follow(bob, alice)
+	s.follow(alice, bob)
+	checkGraph(t, s.dbPath)
+
+	// Back to the sample graph's follows; now carol deactivates.
+	before := map[string]*profile{}
+	for _, name := range []string{"alice", "bob", "dave"} {
+		before[name] = s.profile("", name)
+	}
+	var d struct {
+		DeactivateAccount struct {
+			User        struct{ Name string }
+			Deactivated bool
+		}
+	}
+	s.data(carol.Token, `mutation { deactivateAccount { user { name } deactivated } }`, nil, &d)
+	if !d.DeactivateAccount.Deactivated {
+		t.Fatal("deactivateAccount: deactivated false")
+	}
+	checkGraph(t, s.dbPath)
+	a, dv := s.profile("", "alice"), s.profile("", "dave")
+	if a.FollowingCount != 1 || dv.FollowerCount != 1 {
+		t.Errorf("after carol left: alice follows %d, dave has %d followers; want 1 and 1", a.FollowingCount, dv.FollowerCount)
+	}
+	if got := edgeNames(a, true); !slices.Equal(got, []string{"bob"}) {
+		t.Errorf("alice's following after carol left = %v, want [bob]", got)
+	}
+	if len(a.Suggestions) != 1 || a.Suggestions[0].User.Name != "dave" || a.Suggestions[0].Via != 1 {
+		t.Errorf("alice's suggestions after carol left = %+v, want dave via 1", a.Suggestions)
+	}
+	if r := s.do("", `{ user(name: "carol") { id } }`, nil); string(r.Data) != `{"user":null}` {
+		t.Errorf("user(name: carol) for others = %s, want null", r.Data)
+	}
+	if r := s.do(carol.Token, `{ user(name: "carol") { name } viewer { name } }`, nil); string(r.Data) != `{"user":{"name":"carol"},"viewer":{"name":"carol"}}` {
+		t.Errorf("carol looking at herself = %s", r.Data)
+	}
+	if r := s.do(alice.Token, followMutation, map[string]any{"id": carol.ID}); r.code() != "NOT_FOUND" {
+		t.Errorf("following carol while deactivated: %+v, want NOT_FOUND", r.Errors)
+	}
+	if r := s.do(carol.Token, followMutation, map[string]any{"id": alice.ID}); r.code() != "FORBIDDEN" {
+		t.Errorf("carol following while deactivated: %+v, want FORBIDDEN", r.Errors)
+	}
+	var users struct{ Users struct{ TotalCount int } }
+	s.data("", `{ users { totalCount } }`, nil, &users)
+	if users.Users.TotalCount != 3 {
+		t.Errorf("users.totalCount with carol deactivated = %d, want 3", users.Users.TotalCount)
+	}
+
+	// carol reactivates: everything as before, follow dates included.
+	s.data(carol.Token, `mutation { reactivateAccount { deactivated } }`, nil, &struct{}{})
+	checkGraph(t, s.dbPath)
+	for name, was := range before {
+		now := s.profile("", name)
+		wasJSON, _ := json.Marshal(was)
+		nowJSON, _ := json.Marshal(now)
+		if string(wasJSON) != string(nowJSON) {
+			t.Errorf("%s after carol came back:\n%s\nwant as before:\n%s", name, nowJSON, wasJSON)
+		}
+	}
+}
+
+// Only the follower sees a follow's mute and notification settings.
+func TestMutesArePrivate(t *testing.T) {
+	s := startServer(t)
+	u := s.sample()
+	alice, bob, carol := u["alice"], u["bob"], u["carol"]
+	var upd struct {
+		UpdateFollow struct {
+			Followee struct{ Name string }
+		}
+	}
+	s.data(alice.Token, `mutation($id: ID!) { updateFollow(input: {userId: $id, muted: true, notificationsEnabled: false}) { followee { name } } }`,
+		map[string]any{"id": bob.ID}, &upd)
+	if upd.UpdateFollow.Followee.Name != "bob" {
+		t.Errorf("updateFollow = %+v", upd)
+	}
+	if r := s.do(alice.Token, `mutation($id: ID!) { updateFollow(input: {userId: $id, muted: true}) { followedAt } }`, map[string]any{"id": u["dave"].ID}); r.code() != "NOT_FOUND" {
+		t.Errorf("updateFollow of a user not followed: %+v, want NOT_FOUND", r.Errors)
+	}
+	q := `query($id: ID) { user(id: $id) { following { edges { node { name } muted notificationsEnabled } } } }`
+	type edges struct {
+		User struct {
+			Following struct {
+				Edges []struct {
+					Node                        struct{ Name string }
+					Muted, NotificationsEnabled *bool
+				}
+			}
+		}
+	}
+	var own, others edges
+	s.data(alice.Token, q, map[string]any{"id": alice.ID}, &own)
+	for _, e := range own.User.Following.Edges {
+		if e.Muted == nil || e.NotificationsEnabled == nil {
+			t.Fatalf("alice's own following edge to %s hides its settings", e.Node.Name)
+		}
+		wantMuted := e.Node.Name == "bob"
+		if *e.Muted != wantMuted || *e.NotificationsEnabled == wantMuted {
+			t.Errorf("alice -> %s: muted %v, notifications %v", e.Node.Name, *e.Muted, *e.NotificationsEnabled)
+		}
+	}
+	for _, token := range []string{"", carol.Token, bob.Token} {
+		s.data(token, q, map[string]any{"id": alice.ID}, &others)
+		for _, e := range others.User.Following.Edges {
+			if e.Muted != nil || e.NotificationsEnabled != nil {
+				t.Errorf("someone other than alice sees her settings for %s", e.Node.Name)
+			}
+		}
+	}
+}

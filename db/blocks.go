@@ -1,0 +1,171 @@
+package db
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+const (
+	insertBlock = `INSERT INTO Blocks (BlockerId, BlockedId)
+SELECT ?, ? WHERE NOT EXISTS (SELECT 1 FROM Blocks WHERE BlockerId = ? AND BlockedId = ?)`
+	deletePairFollows = `DELETE FROM Follows WHERE (FollowerId = ? AND FolloweeId = ?) OR (FollowerId = ? AND FolloweeId = ?)`
+	deleteBlock       = `DELETE FROM Blocks WHERE BlockerId = ? AND BlockedId = ?`
+)
+
+// Block is the outcome of a block: both users as they are after it, whether
+// the block existed already, and how many follows it removed.
+type Block struct {
+	Blocker, Blocked User
+	Already          bool
+	RemovedFollows   int
+}
+
+// Block records that blocker blocks blocked and removes the follows
+// between them, both ways, in the same transaction. Blocking again is not
+// an error. While the block stands neither can follow the other.
+func (s *Store) Block(ctx context.Context, blocker, blocked int64) (Block, error) {
+	if blocker == blocked {
+		return Block{}, ErrSelfBlock
+	}
+	var b Block
+	err := s.inTx(ctx, func(r runner) error {
+		if _, _, err := requireActive(ctx, r, blocker, blocked); err != nil {
+			return err
+		}
+		res, err := r.exec(ctx, insertBlock, blocker, blocked, blocker, blocked)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		b.Already = n == 0
+		res, err = r.exec(ctx, deletePairFollows, blocker, blocked, blocked, blocker)
+		if err != nil {
+			return err
+		}
+		removed, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		b.RemovedFollows = int(removed)
+		// Read back: the count triggers moved both users' counts.
+		b.Blocker, b.Blocked, err = requireUsers(ctx, r, blocker, blocked)
+		return err
+	})
+	if err != nil {
+		return Block{}, fmt.Errorf("block %d -> %d: %w", blocker, blocked, err)
+	}
+	return b, nil
+}
+
+// Unblock removes blocker's block of blocked and reports whether there was
+// one.
+func (s *Store) Unblock(ctx context.Context, blocker, blocked int64) (bool, error) {
+	var was bool
+	err := s.inTx(ctx, func(r runner) error {
+		if _, _, err := requireActive(ctx, r, blocker, blocked); err != nil {
+			return err
+		}
+		res, err := r.exec(ctx, deleteBlock, blocker, blocked)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		was = n > 0
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("unblock %d -> %d: %w", blocker, blocked, err)
+	}
+	return was, nil
+}
+
+// BlocksExist reports, for each pair, whether Follower (the blocker)
+// blocks Followee (the blocked).
+func (s *Store) BlocksExist(ctx context.Context, pairs []Pair) ([]bool, error) {
+	list := make([][2]int64, len(pairs))
+	for i, p := range pairs {
+		list[i] = [2]int64{p.Follower, p.Followee}
+	}
+	b, _ := json.Marshal(list)
+	rows, err := s.read().query(ctx, s.d.blocksExist, string(b))
+	if err != nil {
+		return nil, fmt.Errorf("look up blocks: %w", err)
+	}
+	defer rows.Close()
+	found := make(map[Pair]bool, len(pairs))
+	for rows.Next() {
+		var p Pair
+		if err := rows.Scan(&p.Follower, &p.Followee); err != nil {
+			return nil, fmt.Errorf("look up blocks: %w", err)
+		}
+		found[p] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("look up blocks: %w", err)
+	}
+	out := make([]bool, len(pairs))
+	for i, p := range pairs {
+		out[i] = found[p]
+	}
+	return out, nil
+}
+
+const (
+	// A user's counts leave out deactivated users, so deactivating one
+	// takes it out of the counts of everyone it follows and everyone who
+	// follows it, and reactivating puts it back.
+	deactivateUser  = `UPDATE Users SET DeactivatedAt = ? WHERE Id = ? AND DeactivatedAt IS NULL`
+	reactivateUser  = `UPDATE Users SET DeactivatedAt = NULL WHERE Id = ? AND DeactivatedAt IS NOT NULL`
+	adjustFollowees = `UPDATE Users SET FollowerCount = FollowerCount + ? WHERE Id IN (SELECT FolloweeId FROM Follows WHERE FollowerId = ?)`
+	adjustFollowers = `UPDATE Users SET FollowingCount = FollowingCount + ? WHERE Id IN (SELECT FollowerId FROM Follows WHERE FolloweeId = ?)`
+	selectUserByID  = `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id = ?`
+)
+
+// SetDeactivated deactivates a user (or reactivates it, with false) and
+// moves the counts of the users around it in the same transaction. Rows are
+// kept, so reactivation restores every list and count as it was, follow
+// dates included. changed is false when the user was already in that state.
+func (s *Store) SetDeactivated(ctx context.Context, id int64, deactivated bool) (u User, changed bool, err error) {
+	err = s.inTx(ctx, func(r runner) error {
+		stmt, args, delta := reactivateUser, []any{id}, 1
+		if deactivated {
+			stmt, args, delta = deactivateUser, []any{s.d.timeArg(nowUTC()), id}, -1
+		}
+		res, err := r.exec(ctx, stmt, args...)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if changed = n > 0; changed {
+			if _, err := r.exec(ctx, adjustFollowees, delta, id); err != nil {
+				return err
+			}
+			if _, err := r.exec(ctx, adjustFollowers, delta, id); err != nil {
+				return err
+			}
+		}
+		return r.queryRow(ctx, selectUserByID, []any{id}, u.scanDest()...)
+	})
+	if err != nil {
+		return User{}, false, fmt.Errorf("set user %d deactivated=%v: %w", id, deactivated, err)
+	}
+	return u, changed, nil
+}
+
+// CountBlocked returns how many active users a user blocks.
+func (s *Store) CountBlocked(ctx context.Context, blocker int64) (int, error) {
+	var n int
+	err := s.read().queryRow(ctx, `SELECT COUNT(*) FROM Blocks AS b JOIN Users AS u ON u.Id = b.BlockedId
+WHERE b.BlockerId = ? AND u.DeactivatedAt IS NULL`, []any{blocker}, &n)
+	if err != nil {
+		return 0, fmt.Errorf("count blocked users: %w", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,50 @@
+-- Follow settings, blocks, and deactivated accounts. Counts now count only
+-- follows whose other end is an active account.
+
+-- +goose Up
+ALTER TABLE [Follows] ADD
+    [Muted] bit NOT NULL CONSTRAINT [DF_Follows_Muted] DEFAULT CAST(0 AS bit),
+    [NotificationsEnabled] bit NOT NULL CONSTRAINT [DF_Follows_NotificationsEnabled] DEFAULT CAST(1 AS bit);
+
+ALTER TABLE [Users] ADD [DeactivatedAt] datetime2 NULL;
+
+CREATE TABLE [Blocks] (
+    [BlockerId] int NOT NULL,
+    [BlockedId] int NOT NULL,
+    [CreatedAt] datetime2 NOT NULL DEFAULT (SYSUTCDATETIME()),
+    CONSTRAINT [PK_Blocks] PRIMARY KEY ([BlockerId], [BlockedId]),
+    CONSTRAINT [CK_Blocks_NoSelfBlock] CHECK (BlockerId <> BlockedId),
+    CONSTRAINT [FK_Blocks_Users_BlockedId] FOREIGN KEY ([BlockedId]) REFERENCES [Users] ([Id]) ON DELETE CASCADE,
+    CONSTRAINT [FK_Blocks_Users_BlockerId] FOREIGN KEY ([BlockerId]) REFERENCES [Users] ([Id])
+);
+
+CREATE INDEX [IX_Blocks_BlockedId] ON [Blocks] ([BlockedId]);
+
+-- +goose StatementBegin
+ALTER TRIGGER [TR_Follows_Counts] ON [Follows] AFTER INSERT, UPDATE, DELETE AS
+BEGIN
+    SET NOCOUNT ON;
+    UPDATE u SET [FollowerCount] = u.[FollowerCount] + c.n
+    FROM [Users] AS u
+    JOIN (SELECT x.Id, SUM(x.n) AS n FROM (
+            SELECT i.[FolloweeId] AS Id, 1 AS n FROM inserted AS i
+              JOIN [Users] AS o ON o.[Id] = i.[FollowerId] WHERE o.[DeactivatedAt] IS NULL
+            UNION ALL SELECT d.[FolloweeId], -1 FROM deleted AS d
+              JOIN [Users] AS o ON o.[Id] = d.[FollowerId] WHERE o.[DeactivatedAt] IS NULL) AS x
+          GROUP BY x.Id) AS c ON c.Id = u.[Id];
+    UPDATE u SET [FollowingCount] = u.[FollowingCount] + c.n
+    FROM [Users] AS u
+    JOIN (SELECT x.Id, SUM(x.n) AS n FROM (
+            SELECT i.[FollowerId] AS Id, 1 AS n FROM inserted AS i
+              JOIN [Users] AS o ON o.[Id] = i.[FolloweeId] WHERE o.[DeactivatedAt] IS NULL
+            UNION ALL SELECT d.[FollowerId], -1 FROM deleted AS d
+              JOIN [Users] AS o ON o.[Id] = d.[FolloweeId] WHERE o.[DeactivatedAt] IS NULL) AS x
+          GROUP BY x.Id) AS c ON c.Id = u.[Id];
+END;
+-- +goose StatementEnd
+
+-- +goose Down
+DROP TABLE [Blocks];
+ALTER TABLE [Users] DROP COLUMN [DeactivatedAt];
+ALTER TABLE [Follows] DROP CONSTRAINT [DF_Follows_Muted], [DF_Follows_NotificationsEnabled];
+ALTER TABLE [Follows] DROP COLUMN [Muted], [NotificationsEnabled];
