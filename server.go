@@ -4,6 +4,8 @@
 //	follows token -user ID [flags]     print a bearer token for a user
 //	follows import -users U -follows F bulk-load a graph from CSV files
 //	follows schema -dialect sqlserver   print the DDL the migrations apply
+//	follows export -users U -follows F write the graph as import's CSV files
+//	follows migrate [-dry-run]          adopt an EF Core database, apply migrations
 //
 // Run with -h for the flags; each has an environment fallback.
 package main
@@ -110,6 +112,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 			return runImport(ctx, args[1:], stdout, stderr, getenv)
 		case "schema":
 			return runSchema(args[1:], stdout, stderr)
+		case "export":
+			return runExport(ctx, args[1:], stdout, stderr, getenv)
+		case "migrate":
+			return runMigrate(ctx, args[1:], stdout, stderr, getenv)
 		}
 	}
 	c := defaultConfig()
@@ -161,6 +167,9 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 		return err
 	}
 	defer store.Close()
+	if a := store.Adopted; a.Shape == db.ShapeConvention || a.Shape == db.ShapeJoinEntity {
+		log.Info("adopted an EF Core database", "shape", a.Shape, "steps", a.Steps)
+	}
 	if c.demo {
 		loaded, err := store.LoadSample(ctx)
 		if err != nil {

@@ -46,6 +46,9 @@ type Store struct {
 	// OnStatement, if set before use, is told how long each statement
 	// took (for metrics).
 	OnStatement func(time.Duration)
+	// Adopted says what Open found and did to an existing EF Core
+	// database before migrating it (see adopt.go).
+	Adopted Plan
 }
 
 // Open connects to the database named by dsn, applies any migrations not yet
@@ -55,12 +58,23 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	// An EF Core database that cannot be adopted is refused before the
+	// server's own connection settings touch the file.
+	if d.name == "sqlite" {
+		if _, err := PlanAdoption(ctx, dsn); err != nil {
+			return nil, err
+		}
+	}
 	sqlDB, err := sql.Open(d.driver, connStr)
 	if err != nil {
 		return nil, fmt.Errorf("open %s database: %w", d.name, err)
 	}
 	d.configure(sqlDB)
 	s := &Store{db: sqlDB, d: d}
+	if s.Adopted, err = s.adoptExisting(ctx); err != nil {
+		sqlDB.Close()
+		return nil, err
+	}
 	if err := s.migrate(ctx); err != nil {
 		sqlDB.Close()
 		return nil, err

@@ -3,9 +3,12 @@ package db
 import (
 	"context"
 	"database/sql"
+	"encoding/csv"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -316,4 +319,62 @@ func (b *batchInsert) flush() error {
 	}
 	b.args, b.lines, b.n = b.args[:0], b.lines[:0], 0
 	return err
+}
+
+// ExportUsers writes every user as import reads them: a header, then
+// Id,Name by id. It returns how many it wrote.
+func (s *Store) ExportUsers(ctx context.Context, w io.Writer) (int, error) {
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"Id", "Name"})
+	rows, err := s.read().query(ctx, `SELECT Id, Name FROM Users ORDER BY Id`)
+	if err != nil {
+		return 0, fmt.Errorf("export users: %w", err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var id int64
+		var name string
+		if err := rows.Scan(&id, &name); err != nil {
+			return n, fmt.Errorf("export users: %w", err)
+		}
+		cw.Write([]string{strconv.FormatInt(id, 10), name})
+		n++
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return n, fmt.Errorf("export users: %w", err)
+	}
+	return n, rows.Err()
+}
+
+// ExportFollows writes every follow as import reads them: a header, then
+// FollowerId,FolloweeId,CreatedAt (UTC, seven fractional digits).
+func (s *Store) ExportFollows(ctx context.Context, w io.Writer) (int, error) {
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"FollowerId", "FolloweeId", "CreatedAt"})
+	rows, err := s.read().query(ctx, `SELECT FollowerId, FolloweeId, CreatedAt FROM Follows ORDER BY FollowerId, FolloweeId`)
+	if err != nil {
+		return 0, fmt.Errorf("export follows: %w", err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var follower, followee int64
+		var raw any
+		if err := rows.Scan(&follower, &followee, &raw); err != nil {
+			return n, fmt.Errorf("export follows: %w", err)
+		}
+		at, err := s.d.scanTime(raw)
+		if err != nil {
+			return n, fmt.Errorf("export follows: %w", err)
+		}
+		cw.Write([]string{strconv.FormatInt(follower, 10), strconv.FormatInt(followee, 10), at.Format("2006-01-02 15:04:05.0000000")})
+		n++
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return n, fmt.Errorf("export follows: %w", err)
+	}
+	return n, rows.Err()
 }

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"follows/db"
+)
+
+// runExport writes a graph as the CSV files import reads, so that a graph
+// can move between SQLite and SQL Server:
+//
+//	follows export -db PATH -users users.csv -follows follows.csv
+func runExport(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	c := defaultConfig()
+	fs := flag.NewFlagSet("follows export", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c.flags(fs, getenv)
+	usersPath := fs.String("users", "", "where to write users.csv (Id,Name)")
+	followsPath := fs.String("follows", "", "where to write follows.csv (FollowerId,FolloweeId,CreatedAt)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *usersPath == "" || *followsPath == "" {
+		return errors.New("export: give -users and -follows")
+	}
+	store, err := db.Open(ctx, c.dsn)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	write := func(path string, fn func(w io.Writer) (int, error)) (int, error) {
+		f, err := os.Create(path)
+		if err != nil {
+			return 0, fmt.Errorf("export: %w", err)
+		}
+		w := bufio.NewWriterSize(f, 1<<20)
+		n, err := fn(w)
+		if err == nil {
+			err = w.Flush()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return n, err
+	}
+	users, err := write(*usersPath, func(w io.Writer) (int, error) { return store.ExportUsers(ctx, w) })
+	if err != nil {
+		return err
+	}
+	follows, err := write(*followsPath, func(w io.Writer) (int, error) { return store.ExportFollows(ctx, w) })
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "exported %d users and %d follows\n", users, follows)
+	return nil
+}
+
+// runMigrate adopts an EF Core database if it is one and applies the
+// migrations; with -dry-run it only prints what it would do.
+func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	c := defaultConfig()
+	fs := flag.NewFlagSet("follows migrate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c.flags(fs, getenv)
+	dryRun := fs.Bool("dry-run", false, "print the plan, change nothing")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *dryRun {
+		plan, err := db.PlanAdoption(ctx, c.dsn)
+		fmt.Fprint(stdout, plan)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "then: apply the migrations not yet applied (dry run: nothing was changed)")
+		return nil
+	}
+	store, err := db.Open(ctx, c.dsn)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	fmt.Fprint(stdout, store.Adopted)
+	fmt.Fprintln(stdout, "migrations applied")
+	return nil
+}
