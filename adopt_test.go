@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,24 +100,6 @@ func checkFollowsOverGraphQL(t *testing.T, url string, pairs [][2]int) {
 				names(u.Following.Nodes), u.FollowingCount, names(u.Followers.Nodes), u.FollowerCount, wf, wr)
 		}
 	}
-}
-
-func postVars(t *testing.T, url, token, query string, vars map[string]any) map[string]any {
-	t.Helper()
-	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
-	req, _ := http.NewRequest("POST", url+"/graphql", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	json.NewDecoder(resp.Body).Decode(&out)
-	return out
 }
 
 func tableCount(t *testing.T, path, table string) int {

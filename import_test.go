@@ -75,6 +75,27 @@ func TestImport(t *testing.T) {
 	}
 }
 
+// Follows imported to and from a deactivated user leave the counts as the
+// triggers would: a deactivated end is not counted.
+func TestImportBesideADeactivatedUser(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "follows.db")
+	if _, err := importFiles(t, dbPath, sampleUsersCSV, sampleFollowsCSV); err != nil {
+		t.Fatal(err)
+	}
+	store, err := db.Open(context.Background(), dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := store.SetDeactivated(context.Background(), 10, true); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	if _, err := importFiles(t, dbPath, "Id,Name\n50,erin\n", "FollowerId,FolloweeId,CreatedAt\n50,10,2026-02-01 00:00:00\n10,50,2026-02-01 00:00:00\n50,20,2026-02-01 00:00:00\n"); err != nil {
+		t.Fatal(err)
+	}
+	checkGraph(t, dbPath)
+}
+
 // A file with bad rows is refused whole, naming each bad row's line, and
 // leaves the database as it was.
 func TestImportRefusesBadRows(t *testing.T) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -85,8 +86,15 @@ func startProcess(t *testing.T, bin string, args ...string) (*exec.Cmd, string, 
 
 func post(t *testing.T, url, token, query string) map[string]any {
 	t.Helper()
-	body, _ := json.Marshal(map[string]any{"query": query})
-	req, _ := http.NewRequest("POST", url+"/graphql", strings.NewReader(string(body)))
+	return postVars(t, url, token, query, nil)
+}
+
+// postVars sends one GraphQL request to a server process and decodes the
+// whole response.
+func postVars(t *testing.T, url, token, query string, vars map[string]any) map[string]any {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	req, _ := http.NewRequest("POST", url+"/graphql", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -96,12 +104,28 @@ func post(t *testing.T, url, token, query string) map[string]any {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var out map[string]any
 	raw, _ := io.ReadAll(resp.Body)
+	var out map[string]any
 	if err := json.Unmarshal(raw, &out); err != nil {
 		t.Fatalf("not JSON: %s", raw)
 	}
 	return out
+}
+
+// waitExit waits for a signalled server process and fails the test unless
+// it exits with status 0 in time.
+func waitExit(t *testing.T, cmd *exec.Cmd, within time.Duration) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("exit after the signal: %v, want status 0", err)
+		}
+	case <-time.After(within):
+		t.Errorf("still running %v after the signal", within)
+	}
 }
 
 // The binary as a user runs it: -demo data, a token from the token
@@ -149,16 +173,7 @@ func TestBinary(t *testing.T) {
 	}
 
 	cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("exit after SIGTERM: %v, want status 0", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Error("still running 30s after SIGTERM")
-	}
+	waitExit(t, cmd, 30*time.Second)
 }
 
 // Without a secret the server makes one and says so, without printing it.

@@ -447,38 +447,6 @@ func TestMutationOutcomes(t *testing.T) {
 	}
 }
 
-func TestConcurrentDoubleFollow(t *testing.T) {
-	s := startServer(t)
-	a, b := s.createUser("a"), s.createUser("b")
-	var wg sync.WaitGroup
-	results := make([]response, 20)
-	for i := range results {
-		wg.Go(func() {
-			results[i] = s.do(a.Token, followMutation, map[string]any{"id": b.ID})
-		})
-	}
-	wg.Wait()
-	created := 0
-	for _, r := range results {
-		if len(r.Errors) > 0 {
-			t.Fatalf("a concurrent follow failed: %+v", r.Errors)
-		}
-		var out followResult
-		json.Unmarshal(r.Data, &out)
-		if !out.Follow.AlreadyFollowing {
-			created++
-		}
-	}
-	if created != 1 {
-		t.Errorf("%d of 20 concurrent follows created the row, want 1", created)
-	}
-	var out struct{ User struct{ FollowerCount int } }
-	s.data("", `query($id: ID) { user(id: $id) { followerCount } }`, map[string]any{"id": b.ID}, &out)
-	if out.User.FollowerCount != 1 {
-		t.Errorf("followerCount = %d, want 1", out.User.FollowerCount)
-	}
-}
-
 // A list of users each with counts and followers costs a fixed number of
 // statements, the same for 5 users as for 50: never one per user.
 func TestStatementsPerRequestDoNotGrowWithUsers(t *testing.T) {

@@ -151,6 +151,22 @@ func sqliteTables(ctx context.Context, r runner) (map[string]bool, error) {
 	return tables, rows.Err()
 }
 
+// refuseBadRows runs the checks of a shape's rows, and usersChecks, each a
+// query listing offending rows, and refuses adoption when any row is.
+func refuseBadRows(ctx context.Context, r runner, checks map[string]string) error {
+	for k, v := range usersChecks {
+		checks[k] = v
+	}
+	bad, err := problems(ctx, r, checks)
+	if err != nil {
+		return fmt.Errorf("adopt: check rows: %w", err)
+	}
+	if len(bad) > 0 {
+		return &AdoptionError{Problems: bad}
+	}
+	return nil
+}
+
 // problems runs checks that each list offending rows, one per row.
 func problems(ctx context.Context, r runner, checks map[string]string) ([]string, error) {
 	var out []string
@@ -198,18 +214,8 @@ func (s *Store) convertUserUser(ctx context.Context, r runner, apply bool) (Plan
 		"a follower that is not a user (UserUser row)":      `SELECT FollowersId || ' -> ' || FollowingId FROM UserUser WHERE FollowersId NOT IN (SELECT Id FROM Users)`,
 		"a followed user that is not a user (UserUser row)": `SELECT FollowersId || ' -> ' || FollowingId FROM UserUser WHERE FollowingId NOT IN (SELECT Id FROM Users)`,
 	}
-	for k, v := range usersChecks {
-		checks[k] = v
-	}
-	bad, err := problems(ctx, r, checks)
-	if err != nil {
-		return Plan{}, fmt.Errorf("adopt: check rows: %w", err)
-	}
-	if len(bad) > 0 {
-		return plan, &AdoptionError{Problems: bad}
-	}
-	if !apply {
-		return plan, nil
+	if err := refuseBadRows(ctx, r, checks); err != nil || !apply {
+		return plan, err
 	}
 	if err := s.createFollowsSchema(ctx, r); err != nil {
 		return Plan{}, err
@@ -242,18 +248,8 @@ func (s *Store) adoptFollows(ctx context.Context, r runner, apply bool) (Plan, e
 		"a follow of or by a missing user (Follows row)": `SELECT FollowerId || ' -> ' || FolloweeId FROM Follows
 WHERE FollowerId NOT IN (SELECT Id FROM Users) OR FolloweeId NOT IN (SELECT Id FROM Users)`,
 	}
-	for k, v := range usersChecks {
-		checks[k] = v
-	}
-	bad, err := problems(ctx, r, checks)
-	if err != nil {
-		return Plan{}, fmt.Errorf("adopt: check rows: %w", err)
-	}
-	if len(bad) > 0 {
-		return plan, &AdoptionError{Problems: bad}
-	}
-	if !apply {
-		return plan, nil
+	if err := refuseBadRows(ctx, r, checks); err != nil || !apply {
+		return plan, err
 	}
 	if err := s.createFollowsSchema(ctx, r); err != nil {
 		return Plan{}, err

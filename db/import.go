@@ -85,7 +85,8 @@ func (s *Store) Import(ctx context.Context, userFile string, users iter.Seq2[Use
 		return ImportStats{}, fmt.Errorf("import: bulk import supports SQLite; import into a SQLite file and move it with export")
 	}
 	err := s.bulkTx(ctx, func(r runner) error {
-		ids, names, err := existingUsers(ctx, r)
+		// active[id] is false for a deactivated user, absent for none.
+		active, names, err := existingUsers(ctx, r)
 		if err != nil {
 			return err
 		}
@@ -95,7 +96,7 @@ func (s *Store) Import(ctx context.Context, userFile string, users iter.Seq2[Use
 				if !reject(err) {
 					return err
 				}
-			} else if ids[u.ID] {
+			} else if _, ok := active[u.ID]; ok {
 				bad = append(bad, &RowError{userFile, u.Line, fmt.Sprintf("user id %d exists already", u.ID)})
 			} else if names[strings.ToLower(u.Name)] {
 				bad = append(bad, &RowError{userFile, u.Line, fmt.Sprintf("name %q is taken", u.Name)})
@@ -106,7 +107,7 @@ func (s *Store) Import(ctx context.Context, userFile string, users iter.Seq2[Use
 				st.Users++
 			}
 			if u.ID > 0 {
-				ids[u.ID] = true
+				active[u.ID] = true
 				names[strings.ToLower(u.Name)] = true
 			}
 			if len(bad) >= maxImportErrors {
@@ -132,9 +133,9 @@ func (s *Store) Import(ctx context.Context, userFile string, users iter.Seq2[Use
 				if !reject(err) {
 					return err
 				}
-			case !ids[f.Follower]:
+			case !exists(active, f.Follower):
 				bad = append(bad, &RowError{followFile, f.Line, fmt.Sprintf("follower %d is not a user", f.Follower)})
-			case !ids[f.Followee]:
+			case !exists(active, f.Followee):
 				bad = append(bad, &RowError{followFile, f.Line, fmt.Sprintf("followee %d is not a user", f.Followee)})
 			case f.Follower == f.Followee:
 				bad = append(bad, &RowError{followFile, f.Line, "a user cannot follow itself"})
@@ -142,8 +143,14 @@ func (s *Store) Import(ctx context.Context, userFile string, users iter.Seq2[Use
 				if err := ins.add(f.Line, f.Follower, f.Followee, s.d.timeArg(f.At)); err != nil {
 					return err
 				}
-				followers[f.Followee]++
-				following[f.Follower]++
+				// As the count triggers would: only an active other end
+				// counts.
+				if active[f.Follower] {
+					followers[f.Followee]++
+				}
+				if active[f.Followee] {
+					following[f.Follower]++
+				}
 				st.Follows++
 				if progress != nil && st.Follows%50000 == 0 {
 					progress(st.Follows)
@@ -177,9 +184,12 @@ func (s *Store) Import(ctx context.Context, userFile string, users iter.Seq2[Use
 	return st, nil
 }
 
+// existingUsers returns the ids of the users there are, with whether each
+// is active (counts leave out deactivated users), and their names in
+// lower case.
 func existingUsers(ctx context.Context, r runner) (map[int64]bool, map[string]bool, error) {
 	ids, names := map[int64]bool{}, map[string]bool{}
-	rows, err := r.query(ctx, `SELECT Id, Name FROM Users`)
+	rows, err := r.query(ctx, `SELECT Id, Name, CASE WHEN DeactivatedAt IS NULL THEN 1 ELSE 0 END FROM Users`)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -187,12 +197,18 @@ func existingUsers(ctx context.Context, r runner) (map[int64]bool, map[string]bo
 	for rows.Next() {
 		var id int64
 		var name string
-		if err := rows.Scan(&id, &name); err != nil {
+		var active bool
+		if err := rows.Scan(&id, &name, &active); err != nil {
 			return nil, nil, err
 		}
-		ids[id], names[strings.ToLower(name)] = true, true
+		ids[id], names[strings.ToLower(name)] = active, true
 	}
 	return ids, names, rows.Err()
+}
+
+func exists(m map[int64]bool, id int64) bool {
+	_, ok := m[id]
+	return ok
 }
 
 // bulkTx runs fn in one transaction on a connection of its own, set up
