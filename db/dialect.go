@@ -35,14 +35,14 @@ type dialect struct {
 	// insertUser inserts a user by Name and returns its Id.
 	insertUser string
 	// The reads whose text differs: ids arrive as one JSON array
-	// parameter (see idList), pairs as an array of [follower, followee].
+	// parameter (see idList), pairs as an array of [follower, followee];
+	// followsExist also reads each follow's settings.
 	usersByID, userByName, listUsers, followsExist, blocksExist, mutualCounts string
 
 	// pagesQuery and suggestionsQuery make one statement answering a batch
 	// of per-user queries. Each row's first column is the position of its
 	// query in qs; then, for pages, the follow's CreatedAt and the other
-	// follow's Muted and NotificationsEnabled and the other user's columns
-	// (userColumns); for suggestions Via and the user.
+	// other user's columns (userColumns); for suggestions Via and the user.
 	// A page asks for First+1 rows (the extra one tells that another page
 	// follows) and may get more, which the store drops.
 	pagesQuery       func(kind listKind, qs []PageQuery) (string, []any)

@@ -195,8 +195,14 @@ func nullBool(b *bool) sql.NullBool {
 	return sql.NullBool{Bool: *b, Valid: true}
 }
 
-// FollowsExist reports, for each pair, whether that follow exists.
-func (s *Store) FollowsExist(ctx context.Context, pairs []Pair) ([]bool, error) {
+// FollowState is whether a follow exists and, if it does, its settings.
+type FollowState struct {
+	Exists, Muted, NotificationsEnabled bool
+}
+
+// Follows reports, for each pair, whether that follow exists and its
+// settings.
+func (s *Store) Follows(ctx context.Context, pairs []Pair) ([]FollowState, error) {
 	list := make([][2]int64, len(pairs))
 	for i, p := range pairs {
 		list[i] = [2]int64{p.Follower, p.Followee}
@@ -207,18 +213,19 @@ func (s *Store) FollowsExist(ctx context.Context, pairs []Pair) ([]bool, error) 
 		return nil, fmt.Errorf("look up follows: %w", err)
 	}
 	defer rows.Close()
-	found := make(map[Pair]bool, len(pairs))
+	found := make(map[Pair]FollowState, len(pairs))
 	for rows.Next() {
 		var p Pair
-		if err := rows.Scan(&p.Follower, &p.Followee); err != nil {
+		st := FollowState{Exists: true}
+		if err := rows.Scan(&p.Follower, &p.Followee, &st.Muted, &st.NotificationsEnabled); err != nil {
 			return nil, fmt.Errorf("look up follows: %w", err)
 		}
-		found[p] = true
+		found[p] = st
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("look up follows: %w", err)
 	}
-	out := make([]bool, len(pairs))
+	out := make([]FollowState, len(pairs))
 	for i, p := range pairs {
 		out[i] = found[p]
 	}

@@ -42,12 +42,11 @@ type PageQuery struct {
 	First int
 }
 
-// Edge is an entry of a follow list: the other user, when the follow
-// began, and the follow's settings.
+// Edge is an entry of a follow list: the other user and when the follow
+// began.
 type Edge struct {
-	User                        User
-	At                          time.Time
-	Muted, NotificationsEnabled bool
+	User User
+	At   time.Time
 }
 
 // Page is a slice of a list; HasNext tells whether entries follow it.
@@ -181,7 +180,7 @@ func (s *Store) pages(ctx context.Context, kind listKind, qs []PageQuery) ([]Pag
 			var i int
 			var e Edge
 			var raw any
-			if err := rows.Scan(append([]any{&i, &raw, &e.Muted, &e.NotificationsEnabled}, e.User.scanDest()...)...); err != nil {
+			if err := rows.Scan(append([]any{&i, &raw}, e.User.scanDest()...)...); err != nil {
 				return err
 			}
 			at, err := s.d.scanTime(raw)

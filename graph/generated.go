@@ -30,6 +30,7 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	FollowEdge() FollowEdgeResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
 	User() UserResolver
@@ -156,6 +157,10 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
+type FollowEdgeResolver interface {
+	Muted(ctx context.Context, obj *model.FollowEdge) (*bool, error)
+	NotificationsEnabled(ctx context.Context, obj *model.FollowEdge) (*bool, error)
+}
 type MutationResolver interface {
 	CreateUser(ctx context.Context, input model.CreateUserInput) (*model.CreateUserPayload, error)
 	Follow(ctx context.Context, input model.FollowInput) (*model.FollowPayload, error)
@@ -1893,7 +1898,7 @@ func (ec *executionContext) _FollowEdge_muted(ctx context.Context, field graphql
 			return ec.fieldContext_FollowEdge_muted(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Muted, nil
+			return ec.Resolvers.FollowEdge().Muted(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
@@ -1904,7 +1909,7 @@ func (ec *executionContext) _FollowEdge_muted(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_FollowEdge_muted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("FollowEdge", field, false, false, "Boolean")
+	return graphql.NewScalarFieldContext("FollowEdge", field, true, true, "Boolean")
 }
 
 func (ec *executionContext) _FollowEdge_notificationsEnabled(ctx context.Context, field graphql.CollectedField, obj *model.FollowEdge) (ret graphql.Marshaler) {
@@ -1916,7 +1921,7 @@ func (ec *executionContext) _FollowEdge_notificationsEnabled(ctx context.Context
 			return ec.fieldContext_FollowEdge_notificationsEnabled(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.NotificationsEnabled, nil
+			return ec.Resolvers.FollowEdge().NotificationsEnabled(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
@@ -1927,7 +1932,7 @@ func (ec *executionContext) _FollowEdge_notificationsEnabled(ctx context.Context
 	)
 }
 func (ec *executionContext) fieldContext_FollowEdge_notificationsEnabled(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("FollowEdge", field, false, false, "Boolean")
+	return graphql.NewScalarFieldContext("FollowEdge", field, true, true, "Boolean")
 }
 
 func (ec *executionContext) _FollowPayload_follower(ctx context.Context, field graphql.CollectedField, obj *model.FollowPayload) (ret graphql.Marshaler) {
@@ -5057,28 +5062,30 @@ func (ec *executionContext) _FollowEdge(ctx context.Context, sel ast.SelectionSe
 		case "cursor":
 			out.Values[i] = ec._FollowEdge_cursor(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "node":
 			out.Values[i] = ec._FollowEdge_node(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "followedAt":
 			out.Values[i] = ec._FollowEdge_followedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "muted":
-			out.Values[i] = ec._FollowEdge_muted(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._FollowEdge_muted(ctx, field, obj)
+				})
 		case "notificationsEnabled":
-			out.Values[i] = ec._FollowEdge_notificationsEnabled(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._FollowEdge_notificationsEnabled(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}

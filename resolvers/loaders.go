@@ -17,7 +17,7 @@ import (
 // per user. They live for one request, so nothing is cached across users.
 type loaders struct {
 	users        *dataloadgen.Loader[int64, *db.User]
-	follows      *dataloadgen.Loader[db.Pair, bool]
+	follows      *dataloadgen.Loader[db.Pair, db.FollowState]
 	blocks       *dataloadgen.Loader[db.Pair, bool]
 	followers    *dataloadgen.Loader[db.PageQuery, db.Page]
 	following    *dataloadgen.Loader[db.PageQuery, db.Page]
@@ -54,7 +54,7 @@ func newLoaders(s *db.Store, wait time.Duration, onBatch func(string, int)) *loa
 	}
 	return &loaders{
 		users:        dataloadgen.NewLoader(batched("users", onBatch, s.UsersByID), w),
-		follows:      dataloadgen.NewLoader(batched("follows", onBatch, s.FollowsExist), w),
+		follows:      dataloadgen.NewLoader(batched("follows", onBatch, s.Follows), w),
 		blocks:       dataloadgen.NewLoader(batched("blocks", onBatch, s.BlocksExist), w),
 		followers:    dataloadgen.NewLoader(batched("followers", onBatch, pages(db.Followers)), w, capped),
 		following:    dataloadgen.NewLoader(batched("following", onBatch, pages(db.Following)), w, capped),

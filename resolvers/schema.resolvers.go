@@ -15,6 +15,22 @@ import (
 	"strconv"
 )
 
+func (r *followEdgeResolver) Muted(ctx context.Context, obj *model.FollowEdge) (*bool, error) {
+	st, err := r.followSettings(ctx, obj)
+	if st == nil || err != nil {
+		return nil, err
+	}
+	return &st.Muted, nil
+}
+
+func (r *followEdgeResolver) NotificationsEnabled(ctx context.Context, obj *model.FollowEdge) (*bool, error) {
+	st, err := r.followSettings(ctx, obj)
+	if st == nil || err != nil {
+		return nil, err
+	}
+	return &st.NotificationsEnabled, nil
+}
+
 // CreateUser is the resolver for the createUser field.
 func (r *mutationResolver) CreateUser(ctx context.Context, input model.CreateUserInput) (*model.CreateUserPayload, error) {
 	if !db.ValidName(input.Name) {
@@ -239,20 +255,20 @@ func (r *userResolver) Suggestions(ctx context.Context, obj *db.User, first *int
 
 // ViewerFollows is the resolver for the viewerFollows field.
 func (r *userResolver) ViewerFollows(ctx context.Context, obj *db.User) (bool, error) {
-	return r.viewerPair(ctx, r.loadersFor(ctx).follows, obj.ID, true)
+	return r.follows(ctx, obj.ID, true)
 }
 
 // FollowsViewer is the resolver for the followsViewer field.
 func (r *userResolver) FollowsViewer(ctx context.Context, obj *db.User) (bool, error) {
-	return r.viewerPair(ctx, r.loadersFor(ctx).follows, obj.ID, false)
+	return r.follows(ctx, obj.ID, false)
 }
 
 func (r *userResolver) ViewerBlocks(ctx context.Context, obj *db.User) (bool, error) {
-	return r.viewerPair(ctx, r.loadersFor(ctx).blocks, obj.ID, true)
+	return r.blocks(ctx, obj.ID, true)
 }
 
 func (r *userResolver) BlocksViewer(ctx context.Context, obj *db.User) (bool, error) {
-	return r.viewerPair(ctx, r.loadersFor(ctx).blocks, obj.ID, false)
+	return r.blocks(ctx, obj.ID, false)
 }
 
 func (r *userResolver) Blocked(ctx context.Context, obj *db.User, first *int, after *string) (*model.UserConnection, error) {
@@ -278,6 +294,8 @@ func (r *userResolver) Blocked(ctx context.Context, obj *db.User, first *int, af
 	}), nil
 }
 
+func (r *Resolver) FollowEdge() graph.FollowEdgeResolver { return &followEdgeResolver{r} }
+
 func (r *Resolver) Mutation() graph.MutationResolver { return &mutationResolver{r} }
 
 func (r *Resolver) Query() graph.QueryResolver { return &queryResolver{r} }
@@ -285,7 +303,8 @@ func (r *Resolver) Query() graph.QueryResolver { return &queryResolver{r} }
 func (r *Resolver) User() graph.UserResolver { return &userResolver{r} }
 
 type (
-	mutationResolver struct{ *Resolver }
-	queryResolver    struct{ *Resolver }
-	userResolver     struct{ *Resolver }
+	followEdgeResolver struct{ *Resolver }
+	mutationResolver   struct{ *Resolver }
+	queryResolver      struct{ *Resolver }
+	userResolver       struct{ *Resolver }
 )

@@ -3,8 +3,6 @@ package resolvers
 import (
 	"context"
 
-	"github.com/vikstrous/dataloadgen"
-
 	"follows/auth"
 	"follows/db"
 	"follows/graph/model"
@@ -32,24 +30,59 @@ func (r *Resolver) wrote(ctx context.Context, users ...*db.User) {
 	}
 }
 
-// viewerPair tells whether the viewer follows (or blocks, with the blocks
-// loader) the user, with viewerFirst, or the user the viewer; false for an
-// anonymous request. A deleted
-// user's token finds no follow rows, so it needs no check of its own.
-func (r *Resolver) viewerPair(ctx context.Context, loader *dataloadgen.Loader[db.Pair, bool], user int64, viewerFirst bool) (bool, error) {
+// viewerPair is the pair of the viewer and a user, the viewer first when
+// viewerFirst; ok is false for an anonymous request. A deleted user's
+// token finds no rows, so it needs no check of its own.
+func viewerPair(ctx context.Context, user int64, viewerFirst bool) (p db.Pair, ok bool) {
 	me, err := auth.Viewer(ctx)
 	if err != nil {
+		return db.Pair{}, false
+	}
+	if viewerFirst {
+		return db.Pair{Follower: me, Followee: user}, true
+	}
+	return db.Pair{Follower: user, Followee: me}, true
+}
+
+// follows tells whether the viewer follows the user (viewerFirst) or the
+// user the viewer; false for an anonymous request.
+func (r *Resolver) follows(ctx context.Context, user int64, viewerFirst bool) (bool, error) {
+	p, ok := viewerPair(ctx, user, viewerFirst)
+	if !ok {
 		return false, nil
 	}
-	p := db.Pair{Follower: user, Followee: me}
-	if viewerFirst {
-		p = db.Pair{Follower: me, Followee: user}
-	}
-	ok, err := loader.Load(ctx, p)
+	st, err := r.loadersFor(ctx).follows.Load(ctx, p)
 	if err != nil {
 		return false, storeError(ctx, err)
 	}
-	return ok, nil
+	return st.Exists, nil
+}
+
+// blocks is follows for blocks.
+func (r *Resolver) blocks(ctx context.Context, user int64, viewerFirst bool) (bool, error) {
+	p, ok := viewerPair(ctx, user, viewerFirst)
+	if !ok {
+		return false, nil
+	}
+	b, err := r.loadersFor(ctx).blocks.Load(ctx, p)
+	if err != nil {
+		return false, storeError(ctx, err)
+	}
+	return b, nil
+}
+
+// followSettings returns the settings of an edge's follow when the viewer
+// is its follower, and nil otherwise: mutes are private.
+func (r *Resolver) followSettings(ctx context.Context, e *model.FollowEdge) (*db.FollowState, error) {
+	me, err := auth.Viewer(ctx)
+	if err != nil || me != e.FollowerID {
+		return nil, nil
+	}
+	st, err := r.loadersFor(ctx).follows.Load(ctx, db.Pair{Follower: e.FollowerID, Followee: e.FolloweeID})
+	if err != nil {
+		return nil, storeError(ctx, err)
+	}
+	return &st, nil
 }
 
 func (r *Resolver) followPage(ctx context.Context, dir db.Direction, user *db.User, first *int, after *string) (*model.FollowConnection, error) {
@@ -76,16 +109,11 @@ func (r *Resolver) followPage(ctx context.Context, dir db.Direction, user *db.Us
 			return user.FollowerCount, nil
 		},
 	}
-	viewer, viewerErr := auth.Viewer(ctx)
 	for _, e := range page.Edges {
-		edge := &model.FollowEdge{List: dir.String(), Node: &e.User, FollowedAt: e.At}
-		follower := e.User.ID
+		edge := &model.FollowEdge{List: dir.String(), Node: &e.User, FollowedAt: e.At,
+			FollowerID: e.User.ID, FolloweeID: user.ID}
 		if dir == db.Following {
-			follower = user.ID
-		}
-		// Mutes are private to the follower.
-		if viewerErr == nil && viewer == follower {
-			edge.Muted, edge.NotificationsEnabled = &e.Muted, &e.NotificationsEnabled
+			edge.FollowerID, edge.FolloweeID = user.ID, e.User.ID
 		}
 		conn.Edges = append(conn.Edges, edge)
 	}

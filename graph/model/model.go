@@ -64,8 +64,8 @@ type FollowEdge struct {
 	List       string // whose cursor this is: ListFollowers or ListFollowing
 	Node       *db.User
 	FollowedAt time.Time
-	// The follow's settings: nil unless the viewer is the follower.
-	Muted, NotificationsEnabled *bool
+	// The follow's two ends, whoever the list belongs to.
+	FollowerID, FolloweeID int64
 }
 
 // Cursor is the edge's position, made only when a client asks for it.
