@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -82,5 +84,32 @@ func TestJSONLog(t *testing.T) {
 	}
 	if !found {
 		t.Error("no JSON log line for the request")
+	}
+}
+
+// Automatic persisted queries: a hash alone is refused until the query has
+// been sent once with it, then the hash alone runs it.
+func TestPersistedQueries(t *testing.T) {
+	s := startServer(t)
+	s.sample()
+	query := `{ user(name: "alice") { followerCount } }`
+	sum := sha256.Sum256([]byte(query))
+	ext := map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": hex.EncodeToString(sum[:])}}
+	send := func(q string) rawResponse {
+		body := map[string]any{"extensions": ext}
+		if q != "" {
+			body["query"] = q
+		}
+		b, _ := json.Marshal(body)
+		return s.raw("POST", "/graphql", "application/json", b, nil)
+	}
+	if r := send(""); !strings.Contains(string(r.body), "PersistedQueryNotFound") {
+		t.Errorf("an unknown hash: %s", r.body)
+	}
+	if r := send(query); string(r.parsed.Data) != `{"user":{"followerCount":1}}` {
+		t.Errorf("query with its hash: %s", r.body)
+	}
+	if r := send(""); string(r.parsed.Data) != `{"user":{"followerCount":1}}` {
+		t.Errorf("the hash alone after: %s", r.body)
 	}
 }
