@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // metrics are what GET /metrics serves, in Prometheus' format.
@@ -48,7 +49,7 @@ func newMetrics() *metrics {
 		ops: map[string]bool{},
 	}
 	m.registry.MustRegister(m.requests, m.latency, m.statements, m.batches, m.errors,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 

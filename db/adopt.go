@@ -204,7 +204,7 @@ func (s *Store) convertUserUser(ctx context.Context, r runner, apply bool) (Plan
 	}
 	plan := Plan{Shape: ShapeConvention, Steps: []string{
 		"check UserUser and Users for rows the Follows constraints would refuse",
-		fmt.Sprintf("create Follows with its keys, CK_Follows_NoSelfFollow, foreign keys and keyset indexes"),
+		"create Follows with its keys, CK_Follows_NoSelfFollow, foreign keys and keyset indexes",
 		fmt.Sprintf("copy %d rows: FollowerId = FollowersId (the follower), FolloweeId = FollowingId (the one followed), CreatedAt = now", rowCount),
 		"check that Follows holds as many rows as UserUser, then drop UserUser",
 		"record the schema as at migration 1; later migrations add counts, blocks and settings",

@@ -8,18 +8,6 @@ import (
 	"follows/graph/model"
 )
 
-// userByID loads a user that must exist.
-func (r *Resolver) userByID(ctx context.Context, id int64) (*db.User, error) {
-	u, err := r.loadersFor(ctx).users.Load(ctx, id)
-	if err != nil {
-		return nil, storeError(ctx, err)
-	}
-	if u == nil {
-		return nil, userError(ctx, CodeNotFound, "no such user")
-	}
-	return u, nil
-}
-
 // wrote empties the request's loaders of what it read before a mutation
 // wrote, and primes them with the users as the write left them.
 func (r *Resolver) wrote(ctx context.Context, users ...*db.User) {

@@ -30,11 +30,11 @@ func MarshalTime(t time.Time) graphql.Marshaler {
 func UnmarshalTime(v any) (time.Time, error) {
 	s, ok := v.(string)
 	if !ok {
-		return time.Time{}, errors.New("Time must be an RFC 3339 string")
+		return time.Time{}, errors.New("a Time must be an RFC 3339 string")
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("Time must be RFC 3339: %w", err)
+		return time.Time{}, fmt.Errorf("a Time must be RFC 3339: %w", err)
 	}
 	return t.UTC(), nil
 }
