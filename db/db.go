@@ -207,17 +207,37 @@ func (r runner) args(args []any) []any {
 	return args
 }
 
-func (r runner) query(ctx context.Context, text string, args ...any) (*sql.Rows, error) {
-	defer r.s.record(ctx, time.Now())
+// rows are a statement's result rows; closing them records the statement,
+// so that its time includes reading the rows, where most of it goes.
+type rows struct {
+	*sql.Rows
+	done func()
+}
+
+func (r *rows) Close() error {
+	err := r.Rows.Close()
+	if r.done != nil {
+		r.done()
+		r.done = nil
+	}
+	return err
+}
+
+func (r runner) query(ctx context.Context, text string, args ...any) (*rows, error) {
+	start := time.Now()
 	args = r.args(args)
 	st, err := r.prepared(ctx, text)
+	var res *sql.Rows
+	if err == nil && st == nil {
+		res, err = r.tx.QueryContext(ctx, r.s.d.rebind(text), args...)
+	} else if err == nil {
+		res, err = st.QueryContext(ctx, args...)
+	}
 	if err != nil {
+		r.s.record(ctx, start)
 		return nil, err
 	}
-	if st == nil {
-		return r.tx.QueryContext(ctx, r.s.d.rebind(text), args...)
-	}
-	return st.QueryContext(ctx, args...)
+	return &rows{Rows: res, done: func() { r.s.record(ctx, start) }}, nil
 }
 
 func (r runner) exec(ctx context.Context, text string, args ...any) (sql.Result, error) {

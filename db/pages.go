@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"math"
 	"time"
@@ -154,7 +153,7 @@ func (s *Store) Suggestions(ctx context.Context, qs []SuggestionQuery) ([][]Sugg
 		return out, nil
 	}
 	text, args := s.d.suggestionsQuery(qs)
-	err := s.scanBatch(ctx, text, args, func(rows *sql.Rows) error {
+	err := s.scanBatch(ctx, text, args, func(rows *rows) error {
 		var i int
 		var sg Suggestion
 		if err := rows.Scan(append([]any{&i, &sg.Via}, sg.User.scanDest()...)...); err != nil {
@@ -176,7 +175,7 @@ func (s *Store) pages(ctx context.Context, kind listKind, qs []PageQuery) ([]Pag
 	}
 	text, args := s.d.pagesQuery(kind, qs)
 	err := s.scanBatch(ctx, text, args,
-		func(rows *sql.Rows) error {
+		func(rows *rows) error {
 			var i int
 			var e Edge
 			var raw any
@@ -200,7 +199,7 @@ func (s *Store) pages(ctx context.Context, kind listKind, qs []PageQuery) ([]Pag
 }
 
 // scanBatch runs a batch statement and hands each row to scan.
-func (s *Store) scanBatch(ctx context.Context, text string, args []any, scan func(rows *sql.Rows) error) error {
+func (s *Store) scanBatch(ctx context.Context, text string, args []any, scan func(rows *rows) error) error {
 	rows, err := s.read().query(ctx, text, args...)
 	if err != nil {
 		return err

@@ -172,7 +172,7 @@ func (s *Store) DeleteUser(ctx context.Context, id int64) (deletedFollows int, e
 	return deletedFollows, nil
 }
 
-func scanUsers(rows *sql.Rows) ([]User, error) {
+func scanUsers(rows *rows) ([]User, error) {
 	defer rows.Close()
 	var users []User
 	for rows.Next() {
