@@ -31,7 +31,8 @@ import (
 )
 
 // newHandler wires the HTTP endpoints: GraphQL at /graphql, GraphiQL at /,
-// and /healthz.
+// /healthz, /readyz and /metrics. It points the store's statement hook at
+// the handler's metrics, so give each store one handler.
 func newHandler(store *db.Store, tokens *auth.Tokens, c config, log *slog.Logger) http.Handler {
 	res := &resolvers.Resolver{Store: store, Tokens: tokens, BatchWait: c.batchWait}
 	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: res, Complexity: resolvers.Complexity()}))
