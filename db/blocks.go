@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 )
 
@@ -86,32 +85,14 @@ func (s *Store) Unblock(ctx context.Context, blocker, blocked int64) (bool, erro
 // BlocksExist reports, for each pair, whether Follower (the blocker)
 // blocks Followee (the blocked).
 func (s *Store) BlocksExist(ctx context.Context, pairs []Pair) ([]bool, error) {
-	list := make([][2]int64, len(pairs))
-	for i, p := range pairs {
-		list[i] = [2]int64{p.Follower, p.Followee}
-	}
-	b, _ := json.Marshal(list)
-	rows, err := s.read().query(ctx, s.d.blocksExist, string(b))
+	blocks, err := lookup(ctx, s, s.d.blocksExist, pairList(pairs), pairs, func(r *rows) (p Pair, _ bool, err error) {
+		err = r.Scan(&p.Follower, &p.Followee)
+		return p, true, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("look up blocks: %w", err)
 	}
-	defer rows.Close()
-	found := make(map[Pair]bool, len(pairs))
-	for rows.Next() {
-		var p Pair
-		if err := rows.Scan(&p.Follower, &p.Followee); err != nil {
-			return nil, fmt.Errorf("look up blocks: %w", err)
-		}
-		found[p] = true
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("look up blocks: %w", err)
-	}
-	out := make([]bool, len(pairs))
-	for i, p := range pairs {
-		out[i] = found[p]
-	}
-	return out, nil
+	return blocks, nil
 }
 
 const (

@@ -304,3 +304,30 @@ func (s *Store) runTx(tx *sql.Tx, fn func(r runner) error) error {
 }
 
 func nowUTC() time.Time { return time.Now().UTC() }
+
+// lookup runs a batch statement whose rows each answer one of keys, and
+// returns the answers in the order of keys; a key with no row gets V's zero
+// value. scan reads a row into its key and answer.
+func lookup[K comparable, V any](ctx context.Context, s *Store, text string, arg any, keys []K, scan func(*rows) (K, V, error)) ([]V, error) {
+	rs, err := s.read().query(ctx, text, arg)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	found := make(map[K]V, len(keys))
+	for rs.Next() {
+		k, v, err := scan(rs)
+		if err != nil {
+			return nil, err
+		}
+		found[k] = v
+	}
+	if err := rs.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]V, len(keys))
+	for i, k := range keys {
+		out[i] = found[k]
+	}
+	return out, nil
+}

@@ -203,31 +203,24 @@ type FollowState struct {
 // Follows reports, for each pair, whether that follow exists and its
 // settings.
 func (s *Store) Follows(ctx context.Context, pairs []Pair) ([]FollowState, error) {
+	states, err := lookup(ctx, s, s.d.followsExist, pairList(pairs), pairs, func(r *rows) (p Pair, st FollowState, err error) {
+		st.Exists = true
+		err = r.Scan(&p.Follower, &p.Followee, &st.Muted, &st.NotificationsEnabled)
+		return p, st, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("look up follows: %w", err)
+	}
+	return states, nil
+}
+
+// pairList passes a batch of pairs as one JSON parameter of [follower,
+// followee] arrays, as idList does ids.
+func pairList(pairs []Pair) string {
 	list := make([][2]int64, len(pairs))
 	for i, p := range pairs {
 		list[i] = [2]int64{p.Follower, p.Followee}
 	}
 	b, _ := json.Marshal(list)
-	rows, err := s.read().query(ctx, s.d.followsExist, string(b))
-	if err != nil {
-		return nil, fmt.Errorf("look up follows: %w", err)
-	}
-	defer rows.Close()
-	found := make(map[Pair]FollowState, len(pairs))
-	for rows.Next() {
-		var p Pair
-		st := FollowState{Exists: true}
-		if err := rows.Scan(&p.Follower, &p.Followee, &st.Muted, &st.NotificationsEnabled); err != nil {
-			return nil, fmt.Errorf("look up follows: %w", err)
-		}
-		found[p] = st
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("look up follows: %w", err)
-	}
-	out := make([]FollowState, len(pairs))
-	for i, p := range pairs {
-		out[i] = found[p]
-	}
-	return out, nil
+	return string(b)
 }

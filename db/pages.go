@@ -120,28 +120,14 @@ func (s *Store) BlockedPage(ctx context.Context, q PageQuery) (Page, error) {
 // MutualCounts returns, for each id, how many of the people it follows
 // follow it back.
 func (s *Store) MutualCounts(ctx context.Context, ids []int64) ([]int, error) {
-	rows, err := s.read().query(ctx, s.d.mutualCounts, idList(ids))
+	counts, err := lookup(ctx, s, s.d.mutualCounts, idList(ids), ids, func(r *rows) (id int64, n int, err error) {
+		err = r.Scan(&id, &n)
+		return id, n, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("count mutual follows: %w", err)
 	}
-	defer rows.Close()
-	byID := make(map[int64]int, len(ids))
-	for rows.Next() {
-		var id int64
-		var n int
-		if err := rows.Scan(&id, &n); err != nil {
-			return nil, fmt.Errorf("count mutual follows: %w", err)
-		}
-		byID[id] = n
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("count mutual follows: %w", err)
-	}
-	out := make([]int, len(ids))
-	for i, id := range ids {
-		out[i] = byID[id]
-	}
-	return out, nil
+	return counts, nil
 }
 
 // Suggestions returns, for each query, the users followed by the most of

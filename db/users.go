@@ -72,24 +72,15 @@ func (s *Store) CreateUser(ctx context.Context, name string) (User, error) {
 // UsersByID returns the users with the given ids, in the order of ids; a
 // missing user is nil.
 func (s *Store) UsersByID(ctx context.Context, ids []int64) ([]*User, error) {
-	rows, err := s.read().query(ctx,
-		s.d.usersByID, idList(ids))
+	users, err := lookup(ctx, s, s.d.usersByID, idList(ids), ids, func(r *rows) (int64, *User, error) {
+		var u User
+		err := r.Scan(u.scanDest()...)
+		return u.ID, &u, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("load users by id: %w", err)
 	}
-	found, err := scanUsers(rows)
-	if err != nil {
-		return nil, fmt.Errorf("load users by id: %w", err)
-	}
-	byID := make(map[int64]*User, len(found))
-	for i := range found {
-		byID[found[i].ID] = &found[i]
-	}
-	out := make([]*User, len(ids))
-	for i, id := range ids {
-		out[i] = byID[id]
-	}
-	return out, nil
+	return users, nil
 }
 
 // UserByName returns the user with the handle name, compared without regard
