@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,10 +16,7 @@ import (
 //
 //	follows export -db PATH -users users.csv -follows follows.csv
 func runExport(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	c := defaultConfig()
-	fs := flag.NewFlagSet("follows export", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	c.flags(fs, getenv)
+	c, fs := newFlags("follows export", stderr, getenv)
 	usersPath := fs.String("users", "", "where to write users.csv (Id,Name)")
 	followsPath := fs.String("follows", "", "where to write follows.csv (FollowerId,FolloweeId,CreatedAt)")
 	if err := fs.Parse(args); err != nil {
@@ -64,10 +60,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer, get
 // runMigrate adopts an EF Core database if it is one and applies the
 // migrations; with -dry-run it only prints what it would do.
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	c := defaultConfig()
-	fs := flag.NewFlagSet("follows migrate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	c.flags(fs, getenv)
+	c, fs := newFlags("follows migrate", stderr, getenv)
 	dryRun := fs.Bool("dry-run", false, "print the plan, change nothing")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/csv"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"iter"
@@ -20,10 +19,7 @@ import (
 //
 //	follows import -db PATH -users users.csv -follows follows.csv
 func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	c := defaultConfig()
-	fs := flag.NewFlagSet("follows import", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	c.flags(fs, getenv)
+	c, fs := newFlags("follows import", stderr, getenv)
 	usersPath := fs.String("users", "", "CSV of users with the header Id,Name")
 	followsPath := fs.String("follows", "", "CSV of follows with the header FollowerId,FolloweeId,CreatedAt (UTC, YYYY-MM-DD HH:MM:SS[.ffffff])")
 	if err := fs.Parse(args); err != nil {

@@ -93,6 +93,16 @@ func defaultConfig() config {
 	}
 }
 
+// newFlags starts the flag set of the server or a subcommand, with the
+// settings they all share already registered.
+func newFlags(name string, stderr io.Writer, getenv func(string) string) (*config, *flag.FlagSet) {
+	c := defaultConfig()
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c.flags(fs, getenv)
+	return &c, fs
+}
+
 // flags registers the settings shared by the server and its subcommands.
 func (c *config) flags(fs *flag.FlagSet, getenv func(string) string) {
 	env := func(name, def string) string {
@@ -125,10 +135,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 			return runMigrate(ctx, args[1:], stdout, stderr, getenv)
 		}
 	}
-	c := defaultConfig()
-	fs := flag.NewFlagSet("follows", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	c.flags(fs, getenv)
+	c, fs := newFlags("follows", stderr, getenv)
 	if addr := getenv("ADDR"); addr != "" {
 		c.addr = addr
 	}
@@ -165,7 +172,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	default:
 		return fmt.Errorf("-log-format is text or json, not %q", c.logFormat)
 	}
-	return serve(ctx, c, log)
+	return serve(ctx, *c, log)
 }
 
 func serve(ctx context.Context, c config, log *slog.Logger) error {
@@ -220,10 +227,7 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 // runToken prints a bearer token for an existing user, for admins and
 // scripts.
 func runToken(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	c := defaultConfig()
-	fs := flag.NewFlagSet("follows token", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	c.flags(fs, getenv)
+	c, fs := newFlags("follows token", stderr, getenv)
 	user := fs.String("user", "", "the user's id")
 	if err := fs.Parse(args); err != nil {
 		return err
