@@ -51,9 +51,18 @@ type Store struct {
 	Adopted Plan
 }
 
+// Option sets up a Store as Open makes it.
+type Option func(*Store)
+
+// WithStatementHook has the store tell fn how long each statement took
+// (for metrics).
+func WithStatementHook(fn func(time.Duration)) Option {
+	return func(s *Store) { s.OnStatement = fn }
+}
+
 // Open connects to the database named by dsn, applies any migrations not yet
 // applied, and returns the store. A dsn is a SQLite path or file: URI.
-func Open(ctx context.Context, dsn string) (*Store, error) {
+func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	d, connStr, err := dialectFor(dsn)
 	if err != nil {
 		return nil, err
@@ -71,6 +80,9 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	}
 	d.configure(sqlDB)
 	s := &Store{db: sqlDB, d: d}
+	for _, opt := range opts {
+		opt(s)
+	}
 	if s.Adopted, err = s.adoptExisting(ctx); err != nil {
 		sqlDB.Close()
 		return nil, err
@@ -147,6 +159,12 @@ type statsKey struct{}
 func WithStats(ctx context.Context) (context.Context, *Stats) {
 	st := &Stats{}
 	return context.WithValue(ctx, statsKey{}, st), st
+}
+
+// StatsFrom returns the Stats that WithStats put in ctx, or nil.
+func StatsFrom(ctx context.Context) *Stats {
+	st, _ := ctx.Value(statsKey{}).(*Stats)
+	return st
 }
 
 func (s *Store) record(ctx context.Context, start time.Time) {
