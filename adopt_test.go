@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"follows/api/apitest"
 )
 
 // efUsers is the Users table EF Core creates for the model on SQLite.
@@ -41,7 +43,7 @@ var efNames = map[int]string{1: "alice", 2: "bob", 3: "carol", 4: "dave", 5: "er
 func makeDB(t *testing.T, ddl string, rows string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "ef.db")
-	raw := openRaw(t, path)
+	raw := apitest.OpenRaw(t, path)
 	if _, err := raw.Exec(ddl + "\n" + rows); err != nil {
 		t.Fatalf("make the EF Core database: %v", err)
 	}
@@ -105,7 +107,7 @@ func checkFollowsOverGraphQL(t *testing.T, url string, pairs [][2]int) {
 func tableCount(t *testing.T, path, table string) int {
 	t.Helper()
 	var n int
-	if err := openRaw(t, path).QueryRow(`SELECT COUNT(*) FROM "` + table + `"`).Scan(&n); err != nil {
+	if err := apitest.OpenRaw(t, path).QueryRow(`SELECT COUNT(*) FROM "` + table + `"`).Scan(&n); err != nil {
 		return -1
 	}
 	return n
@@ -147,7 +149,7 @@ func TestAdoptConventionShape(t *testing.T) {
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
-	checkGraph(t, path)
+	apitest.CheckGraph(t, path)
 }
 
 // Shape 2 is adopted as it is: rows, dates and direction kept, what is
@@ -185,7 +187,7 @@ CREATE INDEX "IX_Follows_FolloweeId" ON "Follows" ("FolloweeId");`
 		t.Errorf("alice's newest follower: %s", b)
 	}
 	// An EF Core app writing beside the server, in its trimmed form.
-	raw := openRaw(t, path)
+	raw := apitest.OpenRaw(t, path)
 	if _, err := raw.Exec(`INSERT INTO "Follows" ("FollowerId", "FolloweeId", "CreatedAt") VALUES (4, 1, '2025-03-06 00:00:00')`); err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +198,7 @@ CREATE INDEX "IX_Follows_FolloweeId" ON "Follows" ("FolloweeId");`
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
-	checkGraph(t, path)
+	apitest.CheckGraph(t, path)
 	if tableCount(t, path, "__EFMigrationsHistory") != 1 {
 		t.Error("__EFMigrationsHistory was touched")
 	}

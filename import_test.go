@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"follows/api/apitest"
 	"follows/db"
 )
 
@@ -67,7 +68,7 @@ func TestImport(t *testing.T) {
 		t.Errorf("counts drift after a follow: %+v, %v", drift, err)
 	}
 	var objects int
-	openRaw(t, dbPath).QueryRow(`SELECT COUNT(*) FROM sqlite_schema WHERE tbl_name = 'Follows'
+	apitest.OpenRaw(t, dbPath).QueryRow(`SELECT COUNT(*) FROM sqlite_schema WHERE tbl_name = 'Follows'
 	  AND name IN ('IX_Follows_FolloweeId_CreatedAt_FollowerId', 'IX_Follows_FollowerId_CreatedAt_FolloweeId',
 	               'TR_Follows_Insert_Counts', 'TR_Follows_Delete_Counts', 'TR_Follows_Update_Counts')`).Scan(&objects)
 	if objects != 5 {
@@ -93,7 +94,7 @@ func TestImportBesideADeactivatedUser(t *testing.T) {
 	if _, err := importFiles(t, dbPath, "Id,Name\n50,erin\n", "FollowerId,FolloweeId,CreatedAt\n50,10,2026-02-01 00:00:00\n10,50,2026-02-01 00:00:00\n50,20,2026-02-01 00:00:00\n"); err != nil {
 		t.Fatal(err)
 	}
-	checkGraph(t, dbPath)
+	apitest.CheckGraph(t, dbPath)
 }
 
 // A file with bad rows is refused whole, naming each bad row's line, and

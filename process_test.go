@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"follows/api/apitest"
 )
 
 // binDir holds the server binary, built once for the tests that run it.
@@ -159,7 +161,7 @@ func TestBinary(t *testing.T) {
 		t.Error("token for a user who does not exist succeeded")
 	}
 
-	raw := openRaw(t, dbPath)
+	raw := apitest.OpenRaw(t, dbPath)
 	if _, err := raw.Exec(`UPDATE Users SET FollowingCount = 7 WHERE Name = 'carol'`); err != nil {
 		t.Fatal(err)
 	}
@@ -242,5 +244,30 @@ func TestSchemaSubcommand(t *testing.T) {
 		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
 			t.Errorf("schema -dialect %s wrote files: it must touch no database", dialect)
 		}
+	}
+}
+
+// -log-format json writes one JSON object per line, requests included.
+func TestJSONLog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary")
+	}
+	bin := buildBinary(t)
+	cmd, url, lines := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "x.db"), "-log-format", "json")
+	post(t, url, "", `query Who { viewer { id } }`)
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	found := false
+	for l := range lines {
+		var entry map[string]any
+		if err := json.Unmarshal([]byte(l), &entry); err != nil {
+			t.Errorf("not a JSON line: %q", l)
+		}
+		if entry["operation"] == "Who" {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no JSON log line for the request")
 	}
 }

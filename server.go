@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"follows/api"
 	"follows/auth"
 	"follows/db"
 )
@@ -49,11 +50,6 @@ func main() {
 	}
 }
 
-// defaultBatchWait is how long a loader waits for more keys. Lists gather
-// their keys without waiting (resolvers.prefetch), so this only needs to
-// cover sibling resolvers started together.
-const defaultBatchWait = 250 * time.Microsecond
-
 // config is everything the server can be told, from flags or environment.
 type config struct {
 	addr     string
@@ -76,19 +72,21 @@ type config struct {
 	logFormat                     string
 }
 
-// defaultConfig is the configuration before flags and environment.
+// defaultConfig is the configuration before flags and environment; the
+// HTTP handler's defaults are its own (api.DefaultConfig).
 func defaultConfig() config {
+	h := api.DefaultConfig()
 	return config{
 		addr:           ":8080",
 		dsn:            "follows.db",
 		tokenTTL:       720 * time.Hour,
-		batchWait:      defaultBatchWait,
-		maxComplexity:  5000,
-		maxDepth:       12,
-		maxAliases:     50,
-		maxOperations:  20,
-		maxBody:        1 << 20,
-		requestTimeout: 15 * time.Second,
+		batchWait:      h.BatchWait,
+		maxComplexity:  h.MaxComplexity,
+		maxDepth:       h.MaxDepth,
+		maxAliases:     h.MaxAliases,
+		maxOperations:  h.MaxOperations,
+		maxBody:        h.MaxBody,
+		requestTimeout: h.RequestTimeout,
 		logFormat:      "text",
 	}
 }
@@ -175,8 +173,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	return serve(ctx, *c, log)
 }
 
+// handlerConfig is what of the configuration the HTTP handler reads.
+func (c config) handlerConfig() api.Config {
+	return api.Config{
+		BatchWait:       c.batchWait,
+		MaxComplexity:   c.maxComplexity,
+		MaxDepth:        c.maxDepth,
+		MaxAliases:      c.maxAliases,
+		MaxOperations:   c.maxOperations,
+		MaxBody:         c.maxBody,
+		RequestTimeout:  c.requestTimeout,
+		NoPlayground:    c.noPlayground,
+		NoIntrospection: c.noIntrospection,
+		CORSOrigins:     c.corsOrigins,
+		Debug:           c.debug,
+	}
+}
+
 func serve(ctx context.Context, c config, log *slog.Logger) error {
-	store, err := db.Open(ctx, c.dsn)
+	// The metrics come first: the store reports its statements to them.
+	m := api.NewMetrics()
+	store, err := db.Open(ctx, c.dsn, db.WithStatementHook(m.Statement))
 	if err != nil {
 		return err
 	}
@@ -198,7 +215,7 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 		secret = auth.RandomSecret()
 		log.Warn("no token secret configured (-secret or TOKEN_SECRET): using a random one, so tokens end with this process and work on no other instance")
 	}
-	h := newHandler(store, auth.NewTokens(secret, c.tokenTTL), c, log)
+	h := api.NewHandler(store, auth.NewTokens(secret, c.tokenTTL), c.handlerConfig(), log, m)
 
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {

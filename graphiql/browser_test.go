@@ -1,4 +1,4 @@
-package main
+package graphiql_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"follows/api/apitest"
 
 	"github.com/chromedp/chromedp"
 )
@@ -30,14 +32,15 @@ func chromium(t *testing.T) string {
 
 // GraphiQL, served from the binary's own assets, runs a query through its
 // UI in headless Chromium, with every request the page makes going to the
-// server itself. The screenshot is kept in artifacts/graphiql.png.
+// server itself. The screenshot is kept in artifacts/graphiql.png at the
+// repository's root.
 func TestGraphiQLInBrowser(t *testing.T) {
 	exe := chromium(t)
-	s := startServer(t)
-	if _, err := s.store.LoadSample(context.Background()); err != nil {
+	s := apitest.Start(t)
+	if _, err := s.Store.LoadSample(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	server, _ := url.Parse(s.url)
+	server, _ := url.Parse(s.URL)
 
 	// Chromium's helpers may still write to their profile for a moment
 	// after it exits, so the profile is removed without t.TempDir's check.
@@ -73,7 +76,7 @@ func TestGraphiQLInBrowser(t *testing.T) {
 	var shot []byte
 	var fetched []string
 	err = chromedp.Run(ctx,
-		chromedp.Navigate(s.url+"/"),
+		chromedp.Navigate(s.URL+"/"),
 		chromedp.WaitVisible(".graphiql-execute-button", chromedp.ByQuery),
 		chromedp.Click(".graphiql-execute-button", chromedp.ByQuery),
 		chromedp.Poll(`(() => {
@@ -88,8 +91,9 @@ func TestGraphiQLInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("GraphiQL in Chromium: %v", err)
 	}
-	os.MkdirAll("artifacts", 0o755)
-	png := filepath.Join("artifacts", "graphiql.png")
+	artifacts := filepath.Join("..", "artifacts")
+	os.MkdirAll(artifacts, 0o755)
+	png := filepath.Join(artifacts, "graphiql.png")
 	if err := os.WriteFile(png, shot, 0o644); err != nil {
 		t.Fatal(err)
 	}

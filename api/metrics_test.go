@@ -1,4 +1,4 @@
-package main
+package api_test
 
 import (
 	"crypto/sha256"
@@ -6,25 +6,25 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
+
+	"follows/api/apitest"
 )
 
 // /metrics counts operations by name, SQL statements, loader batches and
 // errors by code; /readyz answers while the database does; the request log
 // names the operation.
 func TestOperationsEndpoints(t *testing.T) {
-	s := startServer(t)
-	s.sample()
-	s.data("", `query Profile { users(first: 4) { nodes { name followers { nodes { name } } } } }`, nil, &struct{}{})
-	s.do("", `query Broken { user(id: "x") { id } }`, nil)
-	s.raw("POST", "/graphql", "text/plain", []byte("hi"), nil)
+	s := apitest.Start(t)
+	s.Sample()
+	s.Data("", `query Profile { users(first: 4) { nodes { name followers { nodes { name } } } } }`, nil, &struct{}{})
+	s.Do("", `query Broken { user(id: "x") { id } }`, nil)
+	s.Raw("POST", "/graphql", "text/plain", []byte("hi"), nil)
 
 	get := func(path string) (int, string) {
-		resp, err := http.Get(s.url + path)
+		resp, err := http.Get(s.URL + path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,63 +53,38 @@ func TestOperationsEndpoints(t *testing.T) {
 	if status, body := get("/readyz"); status != 200 || body != "ready\n" {
 		t.Errorf("/readyz = %d %q", status, body)
 	}
-	if !strings.Contains(s.logs.String(), "operation=Profile") {
-		t.Errorf("the request log does not name the operation:\n%s", s.logs)
+	if !strings.Contains(s.Logs(), "operation=Profile") {
+		t.Errorf("the request log does not name the operation:\n%s", s.Logs())
 	}
-	s.store.Close()
+	s.Store.Close()
 	if status, _ := get("/readyz"); status != 503 {
 		t.Errorf("/readyz with the database closed = %d, want 503", status)
-	}
-}
-
-// -log-format json writes one JSON object per line, requests included.
-func TestJSONLog(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the binary")
-	}
-	bin := buildBinary(t)
-	cmd, url, lines := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "x.db"), "-log-format", "json")
-	post(t, url, "", `query Who { viewer { id } }`)
-	cmd.Process.Signal(syscall.SIGTERM)
-	cmd.Wait()
-	found := false
-	for l := range lines {
-		var entry map[string]any
-		if err := json.Unmarshal([]byte(l), &entry); err != nil {
-			t.Errorf("not a JSON line: %q", l)
-		}
-		if entry["operation"] == "Who" {
-			found = true
-		}
-	}
-	if !found {
-		t.Error("no JSON log line for the request")
 	}
 }
 
 // Automatic persisted queries: a hash alone is refused until the query has
 // been sent once with it, then the hash alone runs it.
 func TestPersistedQueries(t *testing.T) {
-	s := startServer(t)
-	s.sample()
+	s := apitest.Start(t)
+	s.Sample()
 	query := `{ user(name: "alice") { followerCount } }`
 	sum := sha256.Sum256([]byte(query))
 	ext := map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": hex.EncodeToString(sum[:])}}
-	send := func(q string) rawResponse {
+	send := func(q string) apitest.RawResponse {
 		body := map[string]any{"extensions": ext}
 		if q != "" {
 			body["query"] = q
 		}
 		b, _ := json.Marshal(body)
-		return s.raw("POST", "/graphql", "application/json", b, nil)
+		return s.Raw("POST", "/graphql", "application/json", b, nil)
 	}
-	if r := send(""); !strings.Contains(string(r.body), "PersistedQueryNotFound") {
-		t.Errorf("an unknown hash: %s", r.body)
+	if r := send(""); !strings.Contains(string(r.Body), "PersistedQueryNotFound") {
+		t.Errorf("an unknown hash: %s", r.Body)
 	}
-	if r := send(query); string(r.parsed.Data) != `{"user":{"followerCount":1}}` {
-		t.Errorf("query with its hash: %s", r.body)
+	if r := send(query); string(r.Parsed.Data) != `{"user":{"followerCount":1}}` {
+		t.Errorf("query with its hash: %s", r.Body)
 	}
-	if r := send(""); string(r.parsed.Data) != `{"user":{"followerCount":1}}` {
-		t.Errorf("the hash alone after: %s", r.body)
+	if r := send(""); string(r.Parsed.Data) != `{"user":{"followerCount":1}}` {
+		t.Errorf("the hash alone after: %s", r.Body)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package api_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"follows/api"
 	"follows/auth"
 	"follows/db"
 )
@@ -22,13 +23,14 @@ func benchHandler(b *testing.B) http.Handler {
 	if path == "" {
 		b.Skip("set FOLLOWS_BENCH_DB to an imported graph (see BENCHMARKS.md)")
 	}
-	store, err := db.Open(context.Background(), path)
+	m := api.NewMetrics()
+	store, err := db.Open(context.Background(), path, db.WithStatementHook(m.Statement))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { store.Close() })
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return newHandler(store, auth.NewTokens([]byte("bench"), time.Hour), defaultConfig(), log)
+	return api.NewHandler(store, auth.NewTokens([]byte("bench"), time.Hour), api.DefaultConfig(), log, m)
 }
 
 func benchQuery(b *testing.B, query string) {

@@ -1,4 +1,4 @@
-package main
+package clients_test
 
 import (
 	"bufio"
@@ -9,14 +9,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"follows/api/apitest"
 )
 
-// nodeTools checks that clients/ has its npm packages (npm ci in clients/).
+// nodeTools checks that clients/, the tests' working folder, has its npm
+// packages (npm ci in clients/).
 // Without them these tests skip, saying so, except in CI, where .ci/run
 // installs them and a skip would hide a broken set-up.
 func nodeTools(t *testing.T) {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join("clients", "node_modules", "graphql-http")); err != nil {
+	if _, err := os.Stat(filepath.Join("node_modules", "graphql-http")); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("clients/node_modules is missing; .ci/run runs npm ci in clients/")
 		}
@@ -28,10 +31,9 @@ func nodeTools(t *testing.T) {
 // listed in the test log (none at the time of writing).
 func TestGraphQLOverHTTPAudit(t *testing.T) {
 	nodeTools(t)
-	s := startServer(t)
-	s.sample()
-	cmd := exec.Command("node", "audit.mjs", s.url+"/graphql")
-	cmd.Dir = "clients"
+	s := apitest.Start(t)
+	s.Sample()
+	cmd := exec.Command("node", "audit.mjs", s.URL+"/graphql")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -63,20 +65,19 @@ func TestGraphQLOverHTTPAudit(t *testing.T) {
 // generated TypeScript types compile against code that uses them.
 func TestClientCodegen(t *testing.T) {
 	nodeTools(t)
-	s := startServer(t)
-	os.RemoveAll(filepath.Join("clients", "generated"))
+	s := apitest.Start(t)
+	os.RemoveAll("generated")
 	for _, args := range [][]string{
 		{"npx", "--no-install", "graphql-codegen", "--config", "codegen.ts"},
 		{"npx", "--no-install", "tsc", "-p", "."},
 	} {
 		cmd := exec.Command(args[0], args[1:]...)
-		cmd.Dir = "clients"
-		cmd.Env = append(os.Environ(), "SCHEMA_URL="+s.url+"/graphql")
+		cmd.Env = append(os.Environ(), "SCHEMA_URL="+s.URL+"/graphql")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	generated, err := os.ReadFile(filepath.Join("clients", "generated", "graphql.ts"))
+	generated, err := os.ReadFile(filepath.Join("generated", "graphql.ts"))
 	if err != nil || !bytes.Contains(generated, []byte("export type ProfileQuery")) {
 		t.Errorf("generated types lack ProfileQuery: %v", err)
 	}

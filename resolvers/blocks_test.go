@@ -1,9 +1,11 @@
-package main
+package resolvers_test
 
 import (
 	"encoding/json"
 	"slices"
 	"testing"
+
+	"follows/api/apitest"
 )
 
 // profile is what the block and deactivation test reads of a user.
@@ -27,10 +29,10 @@ const profileQuery = `query($name: String) { user(name: $name) { followerCount f
   following(first: 100) { edges { followedAt node { name } } }
   mutualFollows { nodes { name } } suggestions { user { name } via } } }`
 
-func (s *testServer) profile(token, name string) *profile {
-	s.t.Helper()
+func profileOf(t *testing.T, s *apitest.Server, token, name string) *profile {
+	t.Helper()
 	var out struct{ User *profile }
-	s.data(token, profileQuery, map[string]any{"name": name}, &out)
+	s.Data(token, profileQuery, map[string]any{"name": name}, &out)
 	return out.User
 }
 
@@ -49,8 +51,8 @@ func edgeNames(p *profile, following bool) []string {
 // The issue's acceptance, step by step over HTTP, with the counts checked
 // against a recount after each step.
 func TestBlocksAndDeactivation(t *testing.T) {
-	s := startServer(t)
-	u := s.sample()
+	s := apitest.Start(t)
+	u := s.Sample()
 	alice, bob, carol := u["alice"], u["bob"], u["carol"]
 	block := `mutation($id: ID!) { block(input: {userId: $id}) { blocker { name followerCount } blocked { name } alreadyBlocked removedFollows } }`
 	unblock := `mutation($id: ID!) { unblock(input: {userId: $id}) { wasBlocked } }`
@@ -66,29 +68,29 @@ func TestBlocksAndDeactivation(t *testing.T) {
 			RemovedFollows int
 		}
 	}
-	s.data(alice.Token, block, map[string]any{"id": bob.ID}, &b)
+	s.Data(alice.Token, block, map[string]any{"id": bob.ID}, &b)
 	if b.Block.RemovedFollows != 2 || b.Block.AlreadyBlocked || b.Block.Blocker.FollowerCount != 0 {
 		t.Errorf("block = %+v, want 2 follows removed, alice left with 0 followers", b.Block)
 	}
-	checkGraph(t, s.dbPath)
-	s.data(alice.Token, block, map[string]any{"id": bob.ID}, &b)
+	apitest.CheckGraph(t, s.DBPath)
+	s.Data(alice.Token, block, map[string]any{"id": bob.ID}, &b)
 	if !b.Block.AlreadyBlocked || b.Block.RemovedFollows != 0 {
 		t.Errorf("second block = %+v, want alreadyBlocked", b.Block)
 	}
-	if r := s.do(bob.Token, followMutation, map[string]any{"id": alice.ID}); r.code() != "FORBIDDEN" {
+	if r := s.Do(bob.Token, apitest.FollowMutation, map[string]any{"id": alice.ID}); r.Code() != "FORBIDDEN" {
 		t.Errorf("bob follows alice while blocked: %+v, want FORBIDDEN", r.Errors)
 	}
-	if r := s.do(alice.Token, followMutation, map[string]any{"id": bob.ID}); r.code() != "FORBIDDEN" {
+	if r := s.Do(alice.Token, apitest.FollowMutation, map[string]any{"id": bob.ID}); r.Code() != "FORBIDDEN" {
 		t.Errorf("alice follows bob while blocking him: %+v, want FORBIDDEN", r.Errors)
 	}
-	a := s.profile("", "alice")
+	a := profileOf(t, s, "", "alice")
 	if a.FollowerCount != 0 || len(a.MutualFollows.Nodes) != 0 {
 		t.Errorf("alice after the block: %d followers, mutual %v; want 0 and none", a.FollowerCount, a.MutualFollows.Nodes)
 	}
 	// bob follows dave, who is followed by carol whom alice follows: bob's
 	// suggestions must not name alice, whatever the graph.
-	s.follow(bob, carol)
-	for _, sg := range s.profile("", "bob").Suggestions {
+	s.Follow(bob, carol)
+	for _, sg := range profileOf(t, s, "", "bob").Suggestions {
 		if sg.User.Name == "alice" {
 			t.Errorf("bob's suggestions include alice, who blocks him")
 		}
@@ -96,7 +98,7 @@ func TestBlocksAndDeactivation(t *testing.T) {
 	var flags struct {
 		User struct{ ViewerBlocks, BlocksViewer bool }
 	}
-	s.data(alice.Token, `query($id: ID) { user(id: $id) { viewerBlocks blocksViewer } }`, map[string]any{"id": bob.ID}, &flags)
+	s.Data(alice.Token, `query($id: ID) { user(id: $id) { viewerBlocks blocksViewer } }`, map[string]any{"id": bob.ID}, &flags)
 	if !flags.User.ViewerBlocks || flags.User.BlocksViewer {
 		t.Errorf("alice looking at bob: %+v, want viewerBlocks only", flags.User)
 	}
@@ -108,29 +110,29 @@ func TestBlocksAndDeactivation(t *testing.T) {
 			}
 		}
 	}
-	s.data(alice.Token, `query($id: ID) { user(id: $id) { blocked { nodes { name } totalCount } } }`, map[string]any{"id": alice.ID}, &blocked)
+	s.Data(alice.Token, `query($id: ID) { user(id: $id) { blocked { nodes { name } totalCount } } }`, map[string]any{"id": alice.ID}, &blocked)
 	if len(blocked.User.Blocked.Nodes) != 1 || blocked.User.Blocked.Nodes[0].Name != "bob" || blocked.User.Blocked.TotalCount != 1 {
 		t.Errorf("alice's blocked list = %+v, want [bob]", blocked.User.Blocked)
 	}
-	if r := s.do(bob.Token, `query($id: ID) { user(id: $id) { blocked { totalCount } } }`, map[string]any{"id": alice.ID}); r.code() != "FORBIDDEN" {
+	if r := s.Do(bob.Token, `query($id: ID) { user(id: $id) { blocked { totalCount } } }`, map[string]any{"id": alice.ID}); r.Code() != "FORBIDDEN" {
 		t.Errorf("bob reading alice's blocked list: %+v, want FORBIDDEN", r.Errors)
 	}
-	s.do(bob.Token, `mutation($id: ID!) { unfollow(input: {userId: $id}) { wasFollowing } }`, map[string]any{"id": carol.ID})
+	s.Do(bob.Token, `mutation($id: ID!) { unfollow(input: {userId: $id}) { wasFollowing } }`, map[string]any{"id": carol.ID})
 
 	// unblock: bob can follow again.
 	var ub struct{ Unblock struct{ WasBlocked bool } }
-	s.data(alice.Token, unblock, map[string]any{"id": bob.ID}, &ub)
+	s.Data(alice.Token, unblock, map[string]any{"id": bob.ID}, &ub)
 	if !ub.Unblock.WasBlocked {
 		t.Error("unblock: wasBlocked false")
 	}
-	s.follow(bob, alice)
-	s.follow(alice, bob)
-	checkGraph(t, s.dbPath)
+	s.Follow(bob, alice)
+	s.Follow(alice, bob)
+	apitest.CheckGraph(t, s.DBPath)
 
 	// Back to the sample graph's follows; now carol deactivates.
 	before := map[string]*profile{}
 	for _, name := range []string{"alice", "bob", "dave"} {
-		before[name] = s.profile("", name)
+		before[name] = profileOf(t, s, "", name)
 	}
 	var d struct {
 		DeactivateAccount struct {
@@ -138,12 +140,12 @@ func TestBlocksAndDeactivation(t *testing.T) {
 			Deactivated bool
 		}
 	}
-	s.data(carol.Token, `mutation { deactivateAccount { user { name } deactivated } }`, nil, &d)
+	s.Data(carol.Token, `mutation { deactivateAccount { user { name } deactivated } }`, nil, &d)
 	if !d.DeactivateAccount.Deactivated {
 		t.Fatal("deactivateAccount: deactivated false")
 	}
-	checkGraph(t, s.dbPath)
-	a, dv := s.profile("", "alice"), s.profile("", "dave")
+	apitest.CheckGraph(t, s.DBPath)
+	a, dv := profileOf(t, s, "", "alice"), profileOf(t, s, "", "dave")
 	if a.FollowingCount != 1 || dv.FollowerCount != 1 {
 		t.Errorf("after carol left: alice follows %d, dave has %d followers; want 1 and 1", a.FollowingCount, dv.FollowerCount)
 	}
@@ -153,29 +155,29 @@ func TestBlocksAndDeactivation(t *testing.T) {
 	if len(a.Suggestions) != 1 || a.Suggestions[0].User.Name != "dave" || a.Suggestions[0].Via != 1 {
 		t.Errorf("alice's suggestions after carol left = %+v, want dave via 1", a.Suggestions)
 	}
-	if r := s.do("", `{ user(name: "carol") { id } }`, nil); string(r.Data) != `{"user":null}` {
+	if r := s.Do("", `{ user(name: "carol") { id } }`, nil); string(r.Data) != `{"user":null}` {
 		t.Errorf("user(name: carol) for others = %s, want null", r.Data)
 	}
-	if r := s.do(carol.Token, `{ user(name: "carol") { name } viewer { name } }`, nil); string(r.Data) != `{"user":{"name":"carol"},"viewer":{"name":"carol"}}` {
+	if r := s.Do(carol.Token, `{ user(name: "carol") { name } viewer { name } }`, nil); string(r.Data) != `{"user":{"name":"carol"},"viewer":{"name":"carol"}}` {
 		t.Errorf("carol looking at herself = %s", r.Data)
 	}
-	if r := s.do(alice.Token, followMutation, map[string]any{"id": carol.ID}); r.code() != "NOT_FOUND" {
+	if r := s.Do(alice.Token, apitest.FollowMutation, map[string]any{"id": carol.ID}); r.Code() != "NOT_FOUND" {
 		t.Errorf("following carol while deactivated: %+v, want NOT_FOUND", r.Errors)
 	}
-	if r := s.do(carol.Token, followMutation, map[string]any{"id": alice.ID}); r.code() != "FORBIDDEN" {
+	if r := s.Do(carol.Token, apitest.FollowMutation, map[string]any{"id": alice.ID}); r.Code() != "FORBIDDEN" {
 		t.Errorf("carol following while deactivated: %+v, want FORBIDDEN", r.Errors)
 	}
 	var users struct{ Users struct{ TotalCount int } }
-	s.data("", `{ users { totalCount } }`, nil, &users)
+	s.Data("", `{ users { totalCount } }`, nil, &users)
 	if users.Users.TotalCount != 3 {
 		t.Errorf("users.totalCount with carol deactivated = %d, want 3", users.Users.TotalCount)
 	}
 
 	// carol reactivates: everything as before, follow dates included.
-	s.data(carol.Token, `mutation { reactivateAccount { deactivated } }`, nil, &struct{}{})
-	checkGraph(t, s.dbPath)
+	s.Data(carol.Token, `mutation { reactivateAccount { deactivated } }`, nil, &struct{}{})
+	apitest.CheckGraph(t, s.DBPath)
 	for name, was := range before {
-		now := s.profile("", name)
+		now := profileOf(t, s, "", name)
 		wasJSON, _ := json.Marshal(was)
 		nowJSON, _ := json.Marshal(now)
 		if string(wasJSON) != string(nowJSON) {
@@ -186,20 +188,20 @@ func TestBlocksAndDeactivation(t *testing.T) {
 
 // Only the follower sees a follow's mute and notification settings.
 func TestMutesArePrivate(t *testing.T) {
-	s := startServer(t)
-	u := s.sample()
+	s := apitest.Start(t)
+	u := s.Sample()
 	alice, bob, carol := u["alice"], u["bob"], u["carol"]
 	var upd struct {
 		UpdateFollow struct {
 			Followee struct{ Name string }
 		}
 	}
-	s.data(alice.Token, `mutation($id: ID!) { updateFollow(input: {userId: $id, muted: true, notificationsEnabled: false}) { followee { name } } }`,
+	s.Data(alice.Token, `mutation($id: ID!) { updateFollow(input: {userId: $id, muted: true, notificationsEnabled: false}) { followee { name } } }`,
 		map[string]any{"id": bob.ID}, &upd)
 	if upd.UpdateFollow.Followee.Name != "bob" {
 		t.Errorf("updateFollow = %+v", upd)
 	}
-	if r := s.do(alice.Token, `mutation($id: ID!) { updateFollow(input: {userId: $id, muted: true}) { followedAt } }`, map[string]any{"id": u["dave"].ID}); r.code() != "NOT_FOUND" {
+	if r := s.Do(alice.Token, `mutation($id: ID!) { updateFollow(input: {userId: $id, muted: true}) { followedAt } }`, map[string]any{"id": u["dave"].ID}); r.Code() != "NOT_FOUND" {
 		t.Errorf("updateFollow of a user not followed: %+v, want NOT_FOUND", r.Errors)
 	}
 	q := `query($id: ID) { user(id: $id) { following { edges { node { name } muted notificationsEnabled } } } }`
@@ -214,7 +216,7 @@ func TestMutesArePrivate(t *testing.T) {
 		}
 	}
 	var own, others edges
-	s.data(alice.Token, q, map[string]any{"id": alice.ID}, &own)
+	s.Data(alice.Token, q, map[string]any{"id": alice.ID}, &own)
 	for _, e := range own.User.Following.Edges {
 		if e.Muted == nil || e.NotificationsEnabled == nil {
 			t.Fatalf("alice's own following edge to %s hides its settings", e.Node.Name)
@@ -225,7 +227,7 @@ func TestMutesArePrivate(t *testing.T) {
 		}
 	}
 	for _, token := range []string{"", carol.Token, bob.Token} {
-		s.data(token, q, map[string]any{"id": alice.ID}, &others)
+		s.Data(token, q, map[string]any{"id": alice.ID}, &others)
 		for _, e := range others.User.Following.Edges {
 			if e.Muted != nil || e.NotificationsEnabled != nil {
 				t.Errorf("someone other than alice sees her settings for %s", e.Node.Name)

@@ -1,4 +1,4 @@
-package main
+package graph_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"follows/api/apitest"
 	"follows/graph"
 
 	"github.com/vektah/gqlparser/v2"
@@ -26,30 +27,33 @@ func printedSchema() string {
 	return b.String()
 }
 
+// schemaFile is the printed schema at the repository's root.
+const schemaFile = "../schema.graphql"
+
 // schema.graphql at the root is the printed schema, for client tools and
 // readers. It fails when it drifts from the server's schema or from what
-// the running server's introspection returns; `go test -run
-// TestSchemaFile -update .` rewrites it.
+// the running server's introspection returns; `go test ./graph -run
+// TestSchemaFile -update` rewrites it.
 func TestSchemaFile(t *testing.T) {
 	printed := printedSchema()
 	if *update {
-		if err := os.WriteFile("schema.graphql", []byte(printed), 0o644); err != nil {
+		if err := os.WriteFile(schemaFile, []byte(printed), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	file, err := os.ReadFile("schema.graphql")
+	file, err := os.ReadFile(schemaFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if string(file) != printed {
-		t.Fatal("schema.graphql differs from the server's schema: run go test -run TestSchemaFile -update .")
+		t.Fatal("schema.graphql differs from the server's schema: run go test ./graph -run TestSchemaFile -update")
 	}
 
 	parsed, gerr := gqlparser.LoadSchema(&ast.Source{Name: "schema.graphql", Input: string(file)})
 	if gerr != nil {
 		t.Fatal(gerr)
 	}
-	s := startServer(t)
+	s := apitest.Start(t)
 	var out struct {
 		Schema struct {
 			Types []struct {
@@ -70,7 +74,7 @@ func TestSchemaFile(t *testing.T) {
 			}
 		} `json:"__schema"`
 	}
-	s.data("", `{ __schema { types { name kind
+	s.Data("", `{ __schema { types { name kind
 	  fields { name args { name type { ...T } } type { ...T } }
 	  inputFields { name type { ...T } } } } }
 	  fragment T on __Type { kind name ofType { kind name ofType { kind name ofType { kind name } } } }`, nil, &out)

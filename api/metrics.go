@@ -1,4 +1,4 @@
-package main
+package api
 
 import (
 	"sync"
@@ -8,8 +8,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
-// metrics are what GET /metrics serves, in Prometheus' format.
-type metrics struct {
+// Metrics are what GET /metrics serves, in Prometheus' format. Make them
+// before the store and the handler, which both report to them.
+type Metrics struct {
 	registry   *prometheus.Registry
 	requests   *prometheus.CounterVec
 	latency    *prometheus.HistogramVec
@@ -25,8 +26,10 @@ type metrics struct {
 // choose the names, and an unbounded label set would grow without end.
 const maxOperationLabels = 200
 
-func newMetrics() *metrics {
-	m := &metrics{
+// NewMetrics makes the metrics, with the Go runtime's and the process's
+// collectors, in a registry of their own.
+func NewMetrics() *Metrics {
+	m := &Metrics{
 		registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "follows_graphql_requests_total", Help: "GraphQL operations run, by operation name.",
@@ -53,7 +56,7 @@ func newMetrics() *metrics {
 	return m
 }
 
-func (m *metrics) operation(name string, d time.Duration) {
+func (m *Metrics) operation(name string, d time.Duration) {
 	if name == "" {
 		name = "anonymous"
 	}
@@ -70,8 +73,14 @@ func (m *metrics) operation(name string, d time.Duration) {
 	m.latency.WithLabelValues(name).Observe(d.Seconds())
 }
 
-func (m *metrics) statement(d time.Duration) { m.statements.Observe(d.Seconds()) }
-func (m *metrics) batch(loader string, keys int) {
+// Statement records one SQL statement's duration: the store's hook
+// (db.WithStatementHook).
+func (m *Metrics) Statement(d time.Duration) { m.statements.Observe(d.Seconds()) }
+
+// Batch records the size of one loader batch: the resolvers' hook
+// (resolvers.Resolver.OnBatch).
+func (m *Metrics) Batch(loader string, keys int) {
 	m.batches.WithLabelValues(loader).Observe(float64(keys))
 }
-func (m *metrics) error(code string) { m.errors.WithLabelValues(code).Inc() }
+
+func (m *Metrics) error(code string) { m.errors.WithLabelValues(code).Inc() }
