@@ -55,7 +55,14 @@ func buildBinary(t *testing.T) string {
 func startProcess(t *testing.T, bin string, args ...string) (*exec.Cmd, string, <-chan string) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "TOKEN_SECRET=", "DATABASE_URL=", "ADDR=")
+	// Only the arguments configure the server: none of the variables it
+	// reads (FOLLOWS_*, and the older names) pass from the test's own.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "FOLLOWS_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "TOKEN_SECRET=", "TOKEN_TTL=", "DATABASE_URL=", "ADDR=", "CORS_ORIGINS=")
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -7,7 +7,9 @@
 //	follows export -users U -follows F write the graph as import's CSV files
 //	follows migrate [-dry-run]          adopt an EF Core database, apply migrations
 //
-// Run with -h for the flags; each has an environment fallback.
+// Run with -h for the flags. Each can be given in the environment instead:
+// FOLLOWS_ and its name in capitals, - as _ (FOLLOWS_MAX_BODY for
+// -max-body); a flag on the command line wins.
 package main
 
 import (
@@ -50,74 +52,6 @@ func main() {
 	}
 }
 
-// config is everything the server can be told, from flags or environment.
-type config struct {
-	addr     string
-	dsn      string
-	secret   string
-	tokenTTL time.Duration
-	demo     bool
-	debug    bool
-	// checkCounts recounts follows, repairs drifted counters and exits.
-	checkCounts bool
-	batchWait   time.Duration
-
-	// Limits on what one request may ask (see README, "Limits").
-	maxComplexity, maxDepth, maxAliases, maxOperations int
-	maxBody                                            int64
-	requestTimeout                                     time.Duration
-
-	noPlayground, noIntrospection bool
-	corsOrigins                   string
-	logFormat                     string
-}
-
-// defaultConfig is the configuration before flags and environment; the
-// HTTP handler's defaults are its own (api.DefaultConfig).
-func defaultConfig() config {
-	h := api.DefaultConfig()
-	return config{
-		addr:           ":8080",
-		dsn:            "follows.db",
-		tokenTTL:       720 * time.Hour,
-		batchWait:      h.BatchWait,
-		maxComplexity:  h.MaxComplexity,
-		maxDepth:       h.MaxDepth,
-		maxAliases:     h.MaxAliases,
-		maxOperations:  h.MaxOperations,
-		maxBody:        h.MaxBody,
-		requestTimeout: h.RequestTimeout,
-		logFormat:      "text",
-	}
-}
-
-// newFlags starts the flag set of the server or a subcommand, with the
-// settings they all share already registered.
-func newFlags(name string, stderr io.Writer, getenv func(string) string) (*config, *flag.FlagSet) {
-	c := defaultConfig()
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	c.flags(fs, getenv)
-	return &c, fs
-}
-
-// flags registers the settings shared by the server and its subcommands.
-func (c *config) flags(fs *flag.FlagSet, getenv func(string) string) {
-	env := func(name, def string) string {
-		if v := getenv(name); v != "" {
-			return v
-		}
-		return def
-	}
-	ttl, err := time.ParseDuration(env("TOKEN_TTL", c.tokenTTL.String()))
-	if err != nil {
-		ttl = c.tokenTTL
-	}
-	fs.StringVar(&c.dsn, "db", env("DATABASE_URL", c.dsn), "database: a SQLite path or file: URI, or sqlserver://user:pass@host:1433?database=NAME (env DATABASE_URL)")
-	fs.StringVar(&c.secret, "secret", env("TOKEN_SECRET", ""), "secret that signs bearer tokens; every instance needs the same one (env TOKEN_SECRET)")
-	fs.DurationVar(&c.tokenTTL, "token-ttl", ttl, "how long a minted token stays valid (env TOKEN_TTL)")
-}
-
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	if len(args) > 0 {
 		switch args[0] {
@@ -126,32 +60,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		case "import":
 			return runImport(ctx, args[1:], stdout, stderr, getenv)
 		case "schema":
-			return runSchema(args[1:], stdout, stderr)
+			return runSchema(args[1:], stdout, stderr, getenv)
 		case "export":
 			return runExport(ctx, args[1:], stdout, stderr, getenv)
 		case "migrate":
 			return runMigrate(ctx, args[1:], stdout, stderr, getenv)
 		}
 	}
-	c, fs := newFlags("follows", stderr, getenv)
-	if addr := getenv("ADDR"); addr != "" {
-		c.addr = addr
-	}
-	fs.StringVar(&c.addr, "addr", c.addr, "address to listen on (env ADDR)")
-	fs.BoolVar(&c.demo, "demo", false, "load the sample graph (alice, bob, carol, dave) into an empty database")
-	fs.BoolVar(&c.checkCounts, "check-counts", false, "recount every user's follows, report and repair counts that drifted, then exit")
-	fs.BoolVar(&c.debug, "debug", false, "add extensions.debug (SQL statement count and time) to every response, and /debug/pprof; for development only")
-	fs.DurationVar(&c.batchWait, "batch-wait", c.batchWait, "how long loaders gather keys before one batched statement runs")
-	fs.IntVar(&c.maxComplexity, "max-complexity", c.maxComplexity, "most a query may cost, list fields counting their first times their items; more is COMPLEXITY_LIMIT_EXCEEDED")
-	fs.IntVar(&c.maxDepth, "max-depth", c.maxDepth, "deepest nesting of fields an operation may have")
-	fs.IntVar(&c.maxAliases, "max-aliases", c.maxAliases, "most aliases an operation may use")
-	fs.IntVar(&c.maxOperations, "max-operations", c.maxOperations, "most operations a document may hold")
-	fs.Int64Var(&c.maxBody, "max-body", c.maxBody, "largest request body in bytes; larger is refused with 413")
-	fs.DurationVar(&c.requestTimeout, "request-timeout", c.requestTimeout, "longest a request may run; its SQL is cancelled then")
-	fs.BoolVar(&c.noPlayground, "no-playground", false, "do not serve GraphiQL at /")
-	fs.BoolVar(&c.noIntrospection, "no-introspection", false, "refuse introspection queries")
-	fs.StringVar(&c.logFormat, "log-format", c.logFormat, "text or json: how the server writes its log (log/slog)")
-	fs.StringVar(&c.corsOrigins, "cors-origins", getenv("CORS_ORIGINS"), "comma-separated origins allowed to call /graphql from a browser, or *; none by default (env CORS_ORIGINS)")
+	c, fs := newServerFlags(stderr, getenv)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -161,14 +77,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if c.checkCounts {
 		return checkCounts(ctx, c.dsn, stdout)
 	}
-	var log *slog.Logger
-	switch c.logFormat {
-	case "text":
-		log = slog.New(slog.NewTextHandler(stderr, nil))
-	case "json":
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	if c.logFormat == "json" {
 		log = slog.New(slog.NewJSONHandler(stderr, nil))
-	default:
-		return fmt.Errorf("-log-format is text or json, not %q", c.logFormat)
 	}
 	return serve(ctx, *c, log)
 }
@@ -254,7 +165,7 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		return errors.New("token: -user must be a user id")
 	}
 	if c.secret == "" {
-		return errors.New("token: give the server's -secret (or TOKEN_SECRET); a server without one makes a random secret that no minted token matches")
+		return errors.New("token: give the server's -secret (or -secret-file, FOLLOWS_SECRET, TOKEN_SECRET); a server without one makes a random secret that no minted token matches")
 	}
 	store, err := db.Open(ctx, c.dsn)
 	if err != nil {
@@ -294,9 +205,8 @@ func checkCounts(ctx context.Context, dsn string, stdout io.Writer) error {
 
 // runSchema prints the full DDL script for a dialect, touching no database:
 // what a DBA reviews before the server applies it.
-func runSchema(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("follows schema", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func runSchema(args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	fs := newFlagSet("follows schema", stderr, getenv)
 	dialect := fs.String("dialect", "sqlite", "sqlite or sqlserver")
 	if err := fs.Parse(args); err != nil {
 		return err

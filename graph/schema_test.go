@@ -1,9 +1,7 @@
 package graph_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"slices"
@@ -15,38 +13,24 @@ import (
 
 	"github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
-	"github.com/vektah/gqlparser/v2/formatter"
+	"github.com/vektah/gqlparser/v2/parser"
 )
-
-var update = flag.Bool("update", false, "rewrite schema.graphql from the server's schema")
-
-// printedSchema is the server's schema as SDL, built-in types left out.
-func printedSchema() string {
-	var b bytes.Buffer
-	formatter.NewFormatter(&b, formatter.WithIndent("  ")).FormatSchema(graph.NewExecutableSchema(graph.Config{}).Schema())
-	return b.String()
-}
 
 // schemaFile is the printed schema at the repository's root.
 const schemaFile = "../schema.graphql"
 
 // schema.graphql at the root is the printed schema, for client tools and
 // readers. It fails when it drifts from the server's schema or from what
-// the running server's introspection returns; `go test ./graph -run
-// TestSchemaFile -update` rewrites it.
+// the running server's introspection returns, directives included;
+// `go generate ./...` rewrites it.
 func TestSchemaFile(t *testing.T) {
-	printed := printedSchema()
-	if *update {
-		if err := os.WriteFile(schemaFile, []byte(printed), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	printed := graph.PrintedSchema()
 	file, err := os.ReadFile(schemaFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if string(file) != printed {
-		t.Fatal("schema.graphql differs from the server's schema: run go test ./graph -run TestSchemaFile -update")
+		t.Fatal("schema.graphql differs from the server's schema: run go generate ./...")
 	}
 
 	parsed, gerr := gqlparser.LoadSchema(&ast.Source{Name: "schema.graphql", Input: string(file)})
@@ -56,6 +40,11 @@ func TestSchemaFile(t *testing.T) {
 	s := apitest.Start(t)
 	var out struct {
 		Schema struct {
+			Directives []struct {
+				Name      string
+				Locations []string
+				Args      []struct{ Name string }
+			}
 			Types []struct {
 				Name   string
 				Kind   string
@@ -74,7 +63,7 @@ func TestSchemaFile(t *testing.T) {
 			}
 		} `json:"__schema"`
 	}
-	s.Data("", `{ __schema { types { name kind
+	s.Data("", `{ __schema { directives { name locations args { name } } types { name kind
 	  fields { name args { name type { ...T } } type { ...T } }
 	  inputFields { name type { ...T } } } } }
 	  fragment T on __Type { kind name ofType { kind name ofType { kind name ofType { kind name } } } }`, nil, &out)
@@ -111,6 +100,36 @@ func TestSchemaFile(t *testing.T) {
 			}
 			fromFile = append(fromFile, fmt.Sprintf("%s.%s(%s): %s", name, f.Name, strings.Join(args, ", "), f.Type))
 		}
+	}
+	// Directives: every one the server reports is declared in the file,
+	// but for the spec's own, which every tool knows; and the file
+	// declares none the server lacks.
+	declared, perr := parser.ParseSchema(&ast.Source{Name: "schema.graphql", Input: string(file)})
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	spec := map[string]bool{"skip": true, "include": true, "deprecated": true, "specifiedBy": true, "oneOf": true}
+	for _, d := range out.Schema.Directives {
+		if spec[d.Name] && declared.Directives.ForName(d.Name) == nil {
+			continue
+		}
+		var args []string
+		for _, a := range d.Args {
+			args = append(args, a.Name)
+		}
+		slices.Sort(d.Locations)
+		fromServer = append(fromServer, fmt.Sprintf("@%s(%s) on %s", d.Name, strings.Join(args, ", "), strings.Join(d.Locations, "|")))
+	}
+	for _, d := range declared.Directives {
+		var args, locs []string
+		for _, a := range d.Arguments {
+			args = append(args, a.Name)
+		}
+		for _, l := range d.Locations {
+			locs = append(locs, string(l))
+		}
+		slices.Sort(locs)
+		fromFile = append(fromFile, fmt.Sprintf("@%s(%s) on %s", d.Name, strings.Join(args, ", "), strings.Join(locs, "|")))
 	}
 	slices.Sort(fromServer)
 	slices.Sort(fromFile)

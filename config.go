@@ -1,0 +1,218 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"follows/api"
+)
+
+// config is everything the server can be told, from flags or environment.
+type config struct {
+	addr     string
+	dsn      string
+	secret   string
+	tokenTTL time.Duration
+	demo     bool
+	debug    bool
+	// checkCounts recounts follows, repairs drifted counters and exits.
+	checkCounts bool
+	batchWait   time.Duration
+
+	// Limits on what one request may ask (see README, "Limits").
+	maxComplexity, maxDepth, maxAliases, maxOperations int
+	maxBody                                            int64
+	requestTimeout                                     time.Duration
+
+	noPlayground, noIntrospection bool
+	corsOrigins                   string
+	logFormat                     string
+}
+
+// defaultConfig is the configuration before flags and environment; the
+// HTTP handler's defaults are its own (api.DefaultConfig).
+func defaultConfig() config {
+	h := api.DefaultConfig()
+	return config{
+		addr:           ":8080",
+		dsn:            "follows.db",
+		tokenTTL:       720 * time.Hour,
+		batchWait:      h.BatchWait,
+		maxComplexity:  h.MaxComplexity,
+		maxDepth:       h.MaxDepth,
+		maxAliases:     h.MaxAliases,
+		maxOperations:  h.MaxOperations,
+		maxBody:        h.MaxBody,
+		requestTimeout: h.RequestTimeout,
+		logFormat:      "text",
+	}
+}
+
+// envPrefix starts the environment variable of every flag: -max-body is
+// FOLLOWS_MAX_BODY.
+const envPrefix = "FOLLOWS_"
+
+// legacyEnv holds the variables these flags were read from before every
+// flag had a FOLLOWS_ one; they still work, below FOLLOWS_ in precedence.
+var legacyEnv = map[string]string{
+	"addr":         "ADDR",
+	"db":           "DATABASE_URL",
+	"secret":       "TOKEN_SECRET",
+	"token-ttl":    "TOKEN_TTL",
+	"cors-origins": "CORS_ORIGINS",
+}
+
+// sameSetting pairs flags that give one setting two ways, so that a
+// source giving one hides what weaker sources give for the other.
+var sameSetting = map[string]string{"secret": "secret-file", "secret-file": "secret"}
+
+// envNames are the variables a flag is read from, strongest first.
+func envNames(flagName string) []string {
+	names := []string{envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))}
+	if legacy, ok := legacyEnv[flagName]; ok {
+		names = append(names, legacy)
+	}
+	return names
+}
+
+// flagSet is a flag.FlagSet whose Parse also reads the environment, so the
+// server and every subcommand take each of their flags from either.
+type flagSet struct {
+	*flag.FlagSet
+	getenv func(string) string
+}
+
+// newFlagSet starts an empty flag set for a command.
+func newFlagSet(name string, stderr io.Writer, getenv func(string) string) *flagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return &flagSet{fs, getenv}
+}
+
+// Parse reads the command line, then gives each flag it did not set the
+// value of the first of its environment variables (envNames) that is not
+// empty. Precedence is thus flag, FOLLOWS_ variable, legacy variable,
+// default. A value that does not parse is an error naming where it came
+// from.
+func (fs *flagSet) Parse(args []string) error {
+	// Before parsing: -h prints the usage while it parses.
+	fs.VisitAll(func(f *flag.Flag) {
+		f.Usage += " (env " + strings.Join(envNames(f.Name), ", or ") + ")"
+	})
+	if err := fs.FlagSet.Parse(args); err != nil {
+		return err
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for name, other := range sameSetting {
+		if name < other && given[name] && given[other] {
+			return fmt.Errorf("give -%s or -%s, not both", name, other)
+		}
+	}
+	// One pass per precedence level, so that a stronger variable for one
+	// of sameSetting's flags wins over a weaker one for the other.
+	for level := range 2 {
+		var set []string
+		var err error
+		fs.VisitAll(func(f *flag.Flag) {
+			names := envNames(f.Name)
+			if err != nil || level >= len(names) || given[f.Name] || given[sameSetting[f.Name]] {
+				return
+			}
+			v := fs.getenv(names[level])
+			if v == "" {
+				return
+			}
+			if serr := fs.Set(f.Name, v); serr != nil {
+				err = fmt.Errorf("invalid value %q for %s (-%s): %v", v, names[level], f.Name, serr)
+			}
+			set = append(set, f.Name)
+		})
+		if err != nil {
+			return err
+		}
+		for _, name := range set {
+			if other := sameSetting[name]; slices.Contains(set, other) {
+				return fmt.Errorf("give %s or %s, not both", envNames(name)[level], envNames(other)[level])
+			}
+			given[name] = true
+		}
+	}
+	return nil
+}
+
+// newFlags starts the flag set of the server or a subcommand, with the
+// settings they all share already registered.
+func newFlags(name string, stderr io.Writer, getenv func(string) string) (*config, *flagSet) {
+	c := defaultConfig()
+	fs := newFlagSet(name, stderr, getenv)
+	c.flags(fs)
+	return &c, fs
+}
+
+// flags registers the settings shared by the server and its subcommands.
+func (c *config) flags(fs *flagSet) {
+	fs.StringVar(&c.dsn, "db", c.dsn, "database: a SQLite path or file: URI, or sqlserver://user:pass@host:1433?database=NAME")
+	fs.StringVar(&c.secret, "secret", c.secret, "secret that signs bearer tokens; every instance needs the same one")
+	fs.Func("secret-file", "`file` holding the -secret, so that it stays off the command line; a trailing newline is ignored", func(path string) error {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		c.secret = strings.TrimRight(string(b), "\r\n")
+		if c.secret == "" {
+			return errors.New("the file is empty")
+		}
+		return nil
+	})
+	fs.DurationVar(&c.tokenTTL, "token-ttl", c.tokenTTL, "how long a minted token stays valid")
+}
+
+// newServerFlags is the flag set of the server itself.
+func newServerFlags(stderr io.Writer, getenv func(string) string) (*config, *flagSet) {
+	c, fs := newFlags("follows", stderr, getenv)
+	fs.StringVar(&c.addr, "addr", c.addr, "address to listen on")
+	fs.BoolVar(&c.demo, "demo", c.demo, "load the sample graph (alice, bob, carol, dave) into an empty database")
+	fs.BoolVar(&c.checkCounts, "check-counts", c.checkCounts, "recount every user's follows, report and repair counts that drifted, then exit")
+	fs.BoolVar(&c.debug, "debug", c.debug, "add extensions.debug (SQL statement count and time) to every response, and /debug/pprof; for development only")
+	fs.DurationVar(&c.batchWait, "batch-wait", c.batchWait, "how long loaders gather keys before one batched statement runs")
+	fs.IntVar(&c.maxComplexity, "max-complexity", c.maxComplexity, "most a query may cost, list fields counting their first times their items; more is COMPLEXITY_LIMIT_EXCEEDED")
+	fs.IntVar(&c.maxDepth, "max-depth", c.maxDepth, "deepest nesting of fields an operation may have")
+	fs.IntVar(&c.maxAliases, "max-aliases", c.maxAliases, "most aliases an operation may use")
+	fs.IntVar(&c.maxOperations, "max-operations", c.maxOperations, "most operations a document may hold")
+	fs.Int64Var(&c.maxBody, "max-body", c.maxBody, "largest request body in bytes; larger is refused with 413")
+	fs.DurationVar(&c.requestTimeout, "request-timeout", c.requestTimeout, "longest a request may run; its SQL is cancelled then")
+	fs.BoolVar(&c.noPlayground, "no-playground", c.noPlayground, "do not serve GraphiQL at /")
+	fs.BoolVar(&c.noIntrospection, "no-introspection", c.noIntrospection, "refuse introspection queries")
+	fs.Var(choice{&c.logFormat, []string{"text", "json"}}, "log-format", "`format` the server writes its log in (log/slog): text or json")
+	fs.StringVar(&c.corsOrigins, "cors-origins", c.corsOrigins, "comma-separated origins allowed to call /graphql from a browser, or *; none by default")
+	return c, fs
+}
+
+// choice is a string flag that takes one of a few values, so that another
+// is refused at start wherever it was given.
+type choice struct {
+	value *string
+	of    []string
+}
+
+func (c choice) String() string {
+	if c.value == nil { // flag.PrintDefaults calls it on a zero choice
+		return ""
+	}
+	return *c.value
+}
+
+func (c choice) Set(s string) error {
+	if !slices.Contains(c.of, s) {
+		return fmt.Errorf("want %s", strings.Join(c.of, " or "))
+	}
+	*c.value = s
+	return nil
+}

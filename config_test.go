@@ -1,0 +1,228 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// parseServer reads the server's configuration from args and env as run
+// does, and returns its flags for inspection.
+func parseServer(args []string, env map[string]string) (*config, *flag.FlagSet, error) {
+	c, fs := newServerFlags(io.Discard, func(k string) string { return env[k] })
+	err := fs.Parse(args)
+	return c, fs.FlagSet, err
+}
+
+// envName is the variable every flag can be given in.
+func envName(flagName string) string {
+	return "FOLLOWS_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// writeSecret writes a secret file in a temp dir and returns its path.
+func writeSecret(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Every flag of the server takes its value from its FOLLOWS_ variable
+// when the command line does not give it.
+func TestEveryFlagHasEnv(t *testing.T) {
+	_, all, _ := parseServer(nil, nil)
+	all.VisitAll(func(f *flag.Flag) {
+		t.Run(f.Name, func(t *testing.T) {
+			var value string
+			switch f.Name {
+			case "log-format":
+				value = "json"
+			case "secret-file":
+				value = writeSecret(t, "from-a-file\n")
+			default:
+				switch f.Value.(flag.Getter).Get().(type) {
+				case bool:
+					value = "true"
+				case time.Duration:
+					value = "1m0s"
+				case int, int64:
+					value = "7"
+				case string:
+					value = "x"
+				default:
+					t.Fatalf("no test value for -%s", f.Name)
+				}
+			}
+			c, fs, err := parseServer(nil, map[string]string{envName(f.Name): value})
+			if err != nil {
+				t.Fatalf("%s=%s: %v", envName(f.Name), value, err)
+			}
+			if f.Name == "secret-file" {
+				if c.secret != "from-a-file" {
+					t.Errorf("%s: secret %q, want from-a-file", envName(f.Name), c.secret)
+				}
+				return
+			}
+			if got := fs.Lookup(f.Name).Value.String(); got != value {
+				t.Errorf("%s=%s: -%s is %s", envName(f.Name), value, f.Name, got)
+			}
+		})
+	})
+}
+
+// -h of the server and of each subcommand lists every flag with the
+// variable it can be given in.
+func TestHelpListsEnv(t *testing.T) {
+	flagLine := regexp.MustCompile(`^  -([a-z-]+)`)
+	for _, cmd := range [][]string{{"-h"}, {"token", "-h"}, {"import", "-h"}, {"export", "-h"}, {"migrate", "-h"}, {"schema", "-h"}} {
+		var out strings.Builder
+		err := run(context.Background(), cmd, io.Discard, &out, func(string) string { return "" })
+		if err != flag.ErrHelp {
+			t.Fatalf("%v: %v, want flag.ErrHelp", cmd, err)
+		}
+		sc := bufio.NewScanner(strings.NewReader(out.String()))
+		flags := 0
+		for sc.Scan() {
+			m := flagLine.FindStringSubmatch(sc.Text())
+			if m == nil {
+				continue
+			}
+			flags++
+			sc.Scan() // the usage is on the next line
+			if want := "(env " + envName(m[1]); !strings.Contains(sc.Text(), want) {
+				t.Errorf("%v: -%s's help %q lacks %q", cmd, m[1], sc.Text(), want)
+			}
+		}
+		if flags == 0 {
+			t.Errorf("%v listed no flags:\n%s", cmd, out.String())
+		}
+	}
+}
+
+// A flag beats its FOLLOWS_ variable, which beats the variable the flag
+// was read from before, which beats the default.
+func TestConfigPrecedence(t *testing.T) {
+	legacy := map[string]string{"addr": "ADDR", "db": "DATABASE_URL", "secret": "TOKEN_SECRET", "token-ttl": "TOKEN_TTL", "cors-origins": "CORS_ORIGINS"}
+	for name, old := range legacy {
+		t.Run(name, func(t *testing.T) {
+			v := func(n int) string {
+				if name == "token-ttl" {
+					return fmt.Sprintf("%dh0m0s", n)
+				}
+				return fmt.Sprintf("value%d", n)
+			}
+			_, fs, _ := parseServer(nil, nil)
+			def := fs.Lookup(name).DefValue
+			for _, tc := range []struct {
+				args []string
+				env  map[string]string
+				want string
+			}{
+				{nil, nil, def},
+				{nil, map[string]string{old: v(3)}, v(3)},
+				{nil, map[string]string{old: v(3), envName(name): v(2)}, v(2)},
+				{[]string{"-" + name, v(1)}, map[string]string{old: v(3), envName(name): v(2)}, v(1)},
+				{[]string{"-" + name, v(1)}, map[string]string{old: v(3)}, v(1)},
+				{nil, map[string]string{old: "", envName(name): ""}, def}, // empty is unset
+			} {
+				_, fs, err := parseServer(tc.args, tc.env)
+				if err != nil {
+					t.Fatalf("%v %v: %v", tc.args, tc.env, err)
+				}
+				if got := fs.Lookup(name).Value.String(); got != tc.want {
+					t.Errorf("%v %v: -%s is %q, want %q", tc.args, tc.env, name, got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// A subcommand's own flags have variables too.
+func TestSubcommandFlagFromEnv(t *testing.T) {
+	schema := func(args []string, env map[string]string) string {
+		var out strings.Builder
+		if err := run(context.Background(), append([]string{"schema"}, args...), &out, io.Discard, func(k string) string { return env[k] }); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	sqlserver := map[string]string{"FOLLOWS_DIALECT": "sqlserver"}
+	if got := schema(nil, sqlserver); !strings.Contains(got, "schema for sqlserver") {
+		t.Errorf("FOLLOWS_DIALECT=sqlserver printed %.60q", got)
+	}
+	if got := schema([]string{"-dialect", "sqlite"}, sqlserver); !strings.Contains(got, "schema for sqlite") {
+		t.Errorf("-dialect sqlite with FOLLOWS_DIALECT=sqlserver printed %.60q", got)
+	}
+}
+
+// A value that does not parse stops the server at start, naming the flag
+// or variable it came from.
+func TestBadConfigValues(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{nil, map[string]string{"TOKEN_TTL": "a month"}, "TOKEN_TTL"},
+		{nil, map[string]string{"FOLLOWS_TOKEN_TTL": "a month"}, "FOLLOWS_TOKEN_TTL"},
+		{nil, map[string]string{"FOLLOWS_MAX_BODY": "abc"}, "FOLLOWS_MAX_BODY"},
+		{nil, map[string]string{"FOLLOWS_DEMO": "maybe"}, "FOLLOWS_DEMO"},
+		{nil, map[string]string{"FOLLOWS_LOG_FORMAT": "xml"}, "FOLLOWS_LOG_FORMAT"},
+		{[]string{"-log-format", "xml"}, nil, "-log-format"},
+		{[]string{"-max-depth", "deep"}, nil, "-max-depth"},
+		{nil, map[string]string{"FOLLOWS_SECRET_FILE": "/nonexistent/secret"}, "FOLLOWS_SECRET_FILE"},
+	} {
+		dir := t.TempDir()
+		args := append([]string{"-check-counts", "-db", filepath.Join(dir, "x.db")}, tc.args...)
+		err := run(context.Background(), args, io.Discard, io.Discard, func(k string) string { return tc.env[k] })
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v %v: error %v, want one naming %s", tc.args, tc.env, err, tc.want)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+			t.Errorf("%v %v: the database was opened before the error", tc.args, tc.env)
+		}
+	}
+}
+
+// The secret can come from a file, so it need not be on the command line
+// or in the environment; the file and -secret are one setting, taken from
+// the strongest source that gives either.
+func TestSecretFile(t *testing.T) {
+	file := writeSecret(t, "from-file\n")
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string // the secret, or the error
+	}{
+		{[]string{"-secret-file", file}, nil, "from-file"},
+		{[]string{"-secret-file", writeSecret(t, "crlf\r\n")}, nil, "crlf"},
+		{[]string{"-secret-file", writeSecret(t, "kept  ")}, nil, "kept  "},
+		{nil, map[string]string{"FOLLOWS_SECRET_FILE": file}, "from-file"},
+		{nil, map[string]string{"FOLLOWS_SECRET_FILE": file, "TOKEN_SECRET": "legacy"}, "from-file"},
+		{nil, map[string]string{"FOLLOWS_SECRET": "env", "TOKEN_SECRET": "legacy"}, "env"},
+		{[]string{"-secret-file", file}, map[string]string{"FOLLOWS_SECRET": "env"}, "from-file"},
+		{[]string{"-secret", "flag"}, map[string]string{"FOLLOWS_SECRET_FILE": file}, "flag"},
+		{[]string{"-secret", "flag", "-secret-file", file}, nil, "error: give -secret or -secret-file, not both"},
+		{nil, map[string]string{"FOLLOWS_SECRET": "env", "FOLLOWS_SECRET_FILE": file}, "error: give FOLLOWS_SECRET or FOLLOWS_SECRET_FILE, not both"},
+		{[]string{"-secret-file", writeSecret(t, "\n")}, nil, "error: invalid value"},
+	} {
+		c, _, err := parseServer(tc.args, tc.env)
+		got := c.secret
+		if err != nil {
+			got = "error: " + err.Error()
+		}
+		if !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%v %v: %q, want %q", tc.args, tc.env, got, tc.want)
+		}
+	}
+}
