@@ -9,9 +9,6 @@ import (
 	"follows/graph/model"
 )
 
-// maxFirst bounds every page: no client can ask for a whole popular list.
-const maxFirst = 100
-
 // parseID reads a user id argument: the decimal database id.
 func parseID(ctx context.Context, arg, s string) (int64, error) {
 	id, err := strconv.ParseInt(s, 10, 64)
@@ -19,25 +16,6 @@ func parseID(ctx context.Context, arg, s string) (int64, error) {
 		return 0, badArg(ctx, arg, "%q is not a user id", truncate(s, 40))
 	}
 	return id, nil
-}
-
-// pageArgs checks first and after and returns the page they ask for.
-func pageArgs(ctx context.Context, list string, user int64, first *int, after *string, def int) (db.PageQuery, error) {
-	q := db.PageQuery{User: user, First: def}
-	if first != nil {
-		q.First = *first
-	}
-	if q.First < 0 || q.First > maxFirst {
-		return q, badArg(ctx, "first", "must be between 0 and %d, not %d", maxFirst, q.First)
-	}
-	if after != nil {
-		c, err := model.DecodeCursor(list, *after)
-		if err != nil {
-			return q, badArg(ctx, "after", "not a cursor of this %s list", list)
-		}
-		q.After = c
-	}
-	return q, nil
 }
 
 func truncate(s string, n int) string {

@@ -3,8 +3,6 @@ package resolvers
 import (
 	"context"
 
-	"follows/graph"
-
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
@@ -18,29 +16,6 @@ const (
 	CodeAliasLimit      = "ALIAS_LIMIT_EXCEEDED"
 	CodeOperationLimit  = "OPERATION_LIMIT_EXCEEDED"
 )
-
-// Complexity prices each list field at its `first` times what each of its
-// items asks for, so that followers { nodes { followers { ... } } } costs
-// what it multiplies to. A `first` outside 0..100 is priced at 100 and then
-// refused by the resolver with BAD_USER_INPUT, which names the argument.
-func Complexity() graph.ComplexityRoot {
-	var c graph.ComplexityRoot
-	page := func(child int, first *int, def int) int {
-		n := def
-		if first != nil {
-			n = min(max(*first, 0), maxFirst)
-		}
-		return 1 + n*child
-	}
-	conn := func(child int, first *int, _ *string) int { return page(child, first, 20) }
-	c.User.Followers = conn
-	c.User.Following = conn
-	c.User.MutualFollows = conn
-	c.User.Blocked = conn
-	c.User.Suggestions = func(child int, first *int) int { return page(child, first, 10) }
-	c.Query.Users = conn
-	return c
-}
 
 // Limits refuses operations nested deeper than MaxDepth, using more than
 // MaxAliases aliases, or sent in a document of more than MaxOperations

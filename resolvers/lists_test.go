@@ -2,9 +2,11 @@ package resolvers
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
 	"follows/graph"
+	"follows/graph/model"
 
 	"github.com/99designs/gqlgen/complexity"
 	"github.com/vektah/gqlparser/v2"
@@ -37,12 +39,60 @@ func TestComplexity(t *testing.T) {
 		{`query($n: Int) { users(first: $n) { nodes { id } } }`, nil, 41},
 		{`{ user(id: "1") { followers(first: 100) { nodes { following(first: 100) { nodes { mutualFollows(first: 100) { totalCount } } } } } } }`, nil, 1020202},
 	} {
-		doc, err := gqlparser.LoadQuery(es.Schema(), c.query)
+		doc, err := gqlparser.LoadQueryWithRules(es.Schema(), c.query, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", c.query, err)
 		}
 		if got := complexity.Calculate(context.Background(), es, doc.Operations[0], c.vars); got != c.want {
 			t.Errorf("%s: complexity %d, want %d", c.query, got, c.want)
 		}
+	}
+}
+
+// The table and the schema agree: every field with a `first` argument has
+// a row, every row a field, with the schema's default for `first`, and
+// cursors exactly when the field takes `after`.
+func TestListsMatchSchema(t *testing.T) {
+	schema := graph.NewExecutableSchema(graph.Config{}).Schema()
+	for _, f := range listFields {
+		def := schema.Types[f.object].Fields.ForName(f.field)
+		if def == nil {
+			t.Errorf("%s.%s: a row without a field in the schema", f.object, f.field)
+			continue
+		}
+		var schemaFirst string
+		if first := def.Arguments.ForName("first"); first != nil && first.DefaultValue != nil {
+			schemaFirst = first.DefaultValue.Raw
+		}
+		if schemaFirst != strconv.Itoa(f.first) {
+			t.Errorf("%s.%s: the schema's first defaults to %q, the row's to %d", f.object, f.field, schemaFirst, f.first)
+		}
+		if hasAfter := def.Arguments.ForName("after") != nil; hasAfter != (f.cursor != "") {
+			t.Errorf("%s.%s: takes after %v, but its cursors name %q", f.object, f.field, hasAfter, f.cursor)
+		}
+	}
+	for _, typ := range schema.Types {
+		if typ.BuiltIn {
+			continue
+		}
+		for _, fd := range typ.Fields {
+			if fd.Arguments.ForName("first") != nil && rowOf(typ.Name, fd.Name) == nil {
+				t.Errorf("%s.%s takes first but has no row", typ.Name, fd.Name)
+			}
+		}
+	}
+}
+
+// Each list's cursors name it alone, so that one list refuses another's.
+func TestListCursorsAreDistinct(t *testing.T) {
+	seen := map[model.List]string{}
+	for _, f := range listFields {
+		if f.cursor == "" {
+			continue
+		}
+		if other, ok := seen[f.cursor]; ok {
+			t.Errorf("%s.%s and %s name their cursors %q", f.object, f.field, other, f.cursor)
+		}
+		seen[f.cursor] = f.object + "." + f.field
 	}
 }

@@ -6,7 +6,6 @@ import (
 
 	"follows/auth"
 	"follows/db"
-	"follows/graph/model"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -32,43 +31,36 @@ func (r *Resolver) prefetch(ctx context.Context, ids []int64, paths ...[]string)
 	viewer, viewerErr := auth.Viewer(ctx)
 	for _, st := range steps {
 		for _, id := range ids {
-			q := st.page
-			q.User = id
+			if st.list != nil {
+				q := st.page
+				q.User = id
+				st.list.start(ctx, l, q)
+				continue
+			}
+			if viewerErr != nil {
+				continue
+			}
 			switch st.field {
-			case "followers":
-				l.followers.LoadThunk(ctx, q)
-			case "following":
-				l.following.LoadThunk(ctx, q)
-			case "mutualFollows":
-				l.mutual.LoadThunk(ctx, q)
-			case "suggestions":
-				l.suggestions.LoadThunk(ctx, db.SuggestionQuery{User: id, First: q.First})
 			case "viewerFollows":
-				if viewerErr == nil {
-					l.follows.LoadThunk(ctx, db.Pair{Follower: viewer, Followee: id})
-				}
+				l.follows.LoadThunk(ctx, db.Pair{Follower: viewer, Followee: id})
 			case "followsViewer":
-				if viewerErr == nil {
-					l.follows.LoadThunk(ctx, db.Pair{Follower: id, Followee: viewer})
-				}
+				l.follows.LoadThunk(ctx, db.Pair{Follower: id, Followee: viewer})
 			case "viewerBlocks":
-				if viewerErr == nil {
-					l.blocks.LoadThunk(ctx, db.Pair{Follower: viewer, Followee: id})
-				}
+				l.blocks.LoadThunk(ctx, db.Pair{Follower: viewer, Followee: id})
 			case "blocksViewer":
-				if viewerErr == nil {
-					l.blocks.LoadThunk(ctx, db.Pair{Follower: id, Followee: viewer})
-				}
+				l.blocks.LoadThunk(ctx, db.Pair{Follower: id, Followee: viewer})
 			}
 		}
 	}
 }
 
-// prefetchStep is one lookup to start for every user of a list: a field of
-// User and, for lists, the page its arguments ask for.
+// prefetchStep is one lookup to start for every user of a list: a list
+// field of User and the page its arguments ask for, or a field that looks
+// up the viewer and the user together.
 type prefetchStep struct {
-	field string
+	list  *listField
 	page  db.PageQuery
+	field string
 }
 
 // prefetchPlan works out, once per request and list field (every parent's
@@ -103,24 +95,17 @@ func (r *Resolver) prefetchPlan(ctx context.Context, field graphql.CollectedFiel
 }
 
 func planField(ctx context.Context, oc *graphql.OperationContext, f graphql.CollectedField) (prefetchStep, bool) {
-	page := func(list string, def int) (prefetchStep, bool) {
-		args := f.ArgumentMap(oc.Variables)
-		q, err := pageArgs(ctx, list, 0, intArg(args["first"]), strArg(args["after"]), def)
-		return prefetchStep{field: f.Name, page: q}, err == nil
-	}
 	switch f.Name {
-	case "followers":
-		return page(model.ListFollowers, 20)
-	case "following":
-		return page(model.ListFollowing, 20)
-	case "mutualFollows":
-		return page(model.ListMutual, 20)
-	case "suggestions":
-		return page("suggestions", 10)
 	case "viewerFollows", "followsViewer", "viewerBlocks", "blocksViewer":
 		return prefetchStep{field: f.Name}, true
 	}
-	return prefetchStep{}, false
+	list := rowOf("User", f.Name)
+	if list == nil || list.start == nil {
+		return prefetchStep{}, false
+	}
+	args := f.ArgumentMap(oc.Variables)
+	q, err := list.args(ctx, 0, intArg(args["first"]), strArg(args["after"]))
+	return prefetchStep{list: list, page: q}, err == nil
 }
 
 // selectionsAt follows field names down a selection set, through every

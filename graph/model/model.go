@@ -61,7 +61,7 @@ func (c *FollowConnection) TotalCount(ctx context.Context) (int, error) { return
 
 // FollowEdge is one follow in a page.
 type FollowEdge struct {
-	List       string // whose cursor this is: ListFollowers or ListFollowing
+	List       List // whose cursor this is: ListFollowers or ListFollowing
 	Node       *db.User
 	FollowedAt time.Time
 	// The follow's two ends, whoever the list belongs to.
@@ -75,7 +75,7 @@ func (e *FollowEdge) Cursor() string {
 
 // UserEdge is one user in a page of users.
 type UserEdge struct {
-	List string
+	List List
 	Node *db.User
 	At   time.Time // the follow that orders a list of users, if one does
 }
