@@ -30,6 +30,9 @@ type testAPI struct {
 	store *db.Store
 	res   *Resolver
 	logs  *syncBuffer
+
+	mu      sync.Mutex
+	batches map[string][]int // the sizes of each loader's batches
 }
 
 func newTestAPI(t *testing.T) *testAPI {
@@ -41,14 +44,21 @@ func newTestAPI(t *testing.T) *testAPI {
 	t.Cleanup(func() { store.Close() })
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	res := &Resolver{Store: store, Tokens: auth.NewTokens([]byte("test secret"), time.Hour), BatchWait: time.Millisecond}
-	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: res, Complexity: Complexity()}))
+	a := &testAPI{t: t, store: store, logs: logs, batches: map[string][]int{}}
+	a.res = &Resolver{Store: store, Tokens: auth.NewTokens([]byte("test secret"), time.Hour), BatchWait: time.Millisecond, Log: log,
+		OnBatch: func(loader string, keys int) {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			a.batches[loader] = append(a.batches[loader], keys)
+		}}
+	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: a.res, Complexity: Complexity()}))
 	gql.AddTransport(transport.POST{})
 	gql.SetErrorPresenter(ErrorPresenter(log))
 	gql.SetRecoverFunc(Recover(log))
-	srv := httptest.NewServer(res.Tokens.Middleware(res.Middleware(gql)))
+	srv := httptest.NewServer(a.res.Tokens.Middleware(a.res.Middleware(gql)))
 	t.Cleanup(srv.Close)
-	return &testAPI{t: t, url: srv.URL, store: store, res: res, logs: logs}
+	a.url = srv.URL
+	return a
 }
 
 type syncBuffer struct {
@@ -104,6 +114,16 @@ func (a *testAPI) do(token, query, vars string) response {
 		a.t.Fatalf("response is not JSON: %s", raw)
 	}
 	return r
+}
+
+// batchesOf returns the sizes of a loader's batches so far and forgets
+// them.
+func (a *testAPI) batchesOf(loader string) []int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	b := a.batches[loader]
+	a.batches = map[string][]int{}
+	return b
 }
 
 // user creates a user in the store and returns its id and a token for it.

@@ -4,6 +4,7 @@
 package resolvers
 
 import (
+	"log/slog"
 	"time"
 
 	"follows/auth"
@@ -19,4 +20,14 @@ type Resolver struct {
 	BatchWait time.Duration
 	// OnBatch, if set, is told each loader batch's size (for metrics).
 	OnBatch func(loader string, keys int)
+	// Log is where resolvers note what they handle without failing the
+	// request; slog.Default() when nil.
+	Log *slog.Logger
+}
+
+func (r *Resolver) log() *slog.Logger {
+	if r.Log != nil {
+		return r.Log
+	}
+	return slog.Default()
 }
