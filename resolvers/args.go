@@ -71,7 +71,9 @@ func (r *Resolver) viewerAndTarget(ctx context.Context, userID string) (*db.User
 }
 
 // activeViewerAndTarget is viewerAndTarget for actions a deactivated
-// account may not take until it reactivates.
+// account may not take until it reactivates. The store refuses them too,
+// but only after its checks of the target (itself, one that does not
+// exist), which would answer first; so the resolver asks before it.
 func (r *Resolver) activeViewerAndTarget(ctx context.Context, userID string) (*db.User, int64, error) {
 	me, id, err := r.viewerAndTarget(ctx, userID)
 	if err == nil && me.Deactivated {

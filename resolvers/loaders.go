@@ -12,9 +12,10 @@ import (
 )
 
 // loaders batch the store lookups that one request's resolvers make at
-// about the same time: a list of fifty users asking for their first followers
-// and whether the viewer follows them makes one statement for each kind of lookup, not one
-// per user. They live for one request, so nothing is cached across users.
+// about the same time: a list of fifty users asking for their first
+// followers and whether the viewer follows them makes one statement for
+// each kind of lookup, not one per user. They live for one request, so
+// nothing is cached across requests.
 type loaders struct {
 	users        *dataloadgen.Loader[int64, *db.User]
 	follows      *dataloadgen.Loader[db.Pair, db.FollowState]

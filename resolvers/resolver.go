@@ -1,6 +1,7 @@
 // Package resolvers answers the GraphQL schema in graph/ from the store in
 // db/. Resolvers stay thin: they check arguments, go to the store through
 // request-scoped loaders, and turn store errors into coded GraphQL errors.
+// The list fields are described once, in the table in lists.go.
 package resolvers
 
 import (

@@ -1,5 +1,6 @@
-// Package model holds the GraphQL types that are not the store's own:
-// connections, edges and payloads.
+// Package model holds the GraphQL types that are not the store's own
+// (connections, edges and payloads), the Time scalar and the cursors that
+// page through lists.
 package model
 
 import (
@@ -77,7 +78,7 @@ func (e *FollowEdge) Cursor() string {
 type UserEdge struct {
 	List List
 	Node *db.User
-	At   time.Time // the follow that orders a list of users, if one does
+	At   time.Time // the follow or block that orders the list, if one does
 }
 
 // Cursor is the edge's position, made only when a client asks for it.
