@@ -131,9 +131,3 @@ func Viewer(ctx context.Context) (int64, error) {
 	}
 	return v.id, v.err
 }
-
-// WithViewer returns a context whose viewer is the user id, for callers
-// that authenticate by other means than a header.
-func WithViewer(ctx context.Context, id int64) context.Context {
-	return context.WithValue(ctx, viewerKey{}, viewer{id: id})
-}

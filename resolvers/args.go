@@ -9,9 +9,6 @@ import (
 	"follows/graph/model"
 )
 
-// maxFirst bounds every page: no client can ask for a whole popular list.
-const maxFirst = 100
-
 // parseID reads a user id argument: the decimal database id.
 func parseID(ctx context.Context, arg, s string) (int64, error) {
 	id, err := strconv.ParseInt(s, 10, 64)
@@ -19,25 +16,6 @@ func parseID(ctx context.Context, arg, s string) (int64, error) {
 		return 0, badArg(ctx, arg, "%q is not a user id", truncate(s, 40))
 	}
 	return id, nil
-}
-
-// pageArgs checks first and after and returns the page they ask for.
-func pageArgs(ctx context.Context, list string, user int64, first *int, after *string, def int) (db.PageQuery, error) {
-	q := db.PageQuery{User: user, First: def}
-	if first != nil {
-		q.First = *first
-	}
-	if q.First < 0 || q.First > maxFirst {
-		return q, badArg(ctx, "first", "must be between 0 and %d, not %d", maxFirst, q.First)
-	}
-	if after != nil {
-		c, err := model.DecodeCursor(list, *after)
-		if err != nil {
-			return q, badArg(ctx, "after", "not a cursor of this %s list", list)
-		}
-		q.After = c
-	}
-	return q, nil
 }
 
 func truncate(s string, n int) string {
@@ -93,7 +71,9 @@ func (r *Resolver) viewerAndTarget(ctx context.Context, userID string) (*db.User
 }
 
 // activeViewerAndTarget is viewerAndTarget for actions a deactivated
-// account may not take until it reactivates.
+// account may not take until it reactivates. The store refuses them too,
+// but only after its checks of the target (itself, one that does not
+// exist), which would answer first; so the resolver asks before it.
 func (r *Resolver) activeViewerAndTarget(ctx context.Context, userID string) (*db.User, int64, error) {
 	me, id, err := r.viewerAndTarget(ctx, userID)
 	if err == nil && me.Deactivated {

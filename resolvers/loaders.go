@@ -12,18 +12,18 @@ import (
 )
 
 // loaders batch the store lookups that one request's resolvers make at
-// about the same time: a list of fifty users asking for their first followers
-// and whether the viewer follows them makes one statement for each kind of lookup, not one
-// per user. They live for one request, so nothing is cached across users.
+// about the same time: a list of fifty users asking for their first
+// followers and whether the viewer follows them makes one statement for
+// each kind of lookup, not one per user. They live for one request, so
+// nothing is cached across requests.
 type loaders struct {
 	users        *dataloadgen.Loader[int64, *db.User]
 	follows      *dataloadgen.Loader[db.Pair, db.FollowState]
 	blocks       *dataloadgen.Loader[db.Pair, bool]
-	followers    *dataloadgen.Loader[db.PageQuery, db.Page]
-	following    *dataloadgen.Loader[db.PageQuery, db.Page]
-	mutual       *dataloadgen.Loader[db.PageQuery, db.Page]
 	mutualCounts *dataloadgen.Loader[int64, int]
-	suggestions  *dataloadgen.Loader[db.SuggestionQuery, []db.Suggestion]
+	// pages holds the loader of each list field that has one, by its row's
+	// index in listFields; list.pages reads it.
+	pages []any
 }
 
 // batched adapts a store method that answers many keys at once, or fails
@@ -44,24 +44,22 @@ func batched[K comparable, V any](name string, onBatch func(string, int), fetch 
 
 func newLoaders(s *db.Store, wait time.Duration, onBatch func(string, int)) *loaders {
 	w := dataloadgen.WithWait(wait)
-	// Batches that become one UNION ALL branch per key are capped at what
-	// one statement may hold.
-	capped := dataloadgen.WithBatchCapacity(db.MaxBatch)
-	pages := func(dir db.Direction) func(context.Context, []db.PageQuery) ([]db.Page, error) {
-		return func(ctx context.Context, qs []db.PageQuery) ([]db.Page, error) {
-			return s.FollowPages(ctx, dir, qs)
-		}
-	}
-	return &loaders{
+	l := &loaders{
 		users:        dataloadgen.NewLoader(batched("users", onBatch, s.UsersByID), w),
 		follows:      dataloadgen.NewLoader(batched("follows", onBatch, s.Follows), w),
 		blocks:       dataloadgen.NewLoader(batched("blocks", onBatch, s.BlocksExist), w),
-		followers:    dataloadgen.NewLoader(batched("followers", onBatch, pages(db.Followers)), w, capped),
-		following:    dataloadgen.NewLoader(batched("following", onBatch, pages(db.Following)), w, capped),
-		mutual:       dataloadgen.NewLoader(batched("mutual", onBatch, s.MutualPages), w, capped),
 		mutualCounts: dataloadgen.NewLoader(batched("mutualCounts", onBatch, s.MutualCounts), w),
-		suggestions:  dataloadgen.NewLoader(batched("suggestions", onBatch, s.Suggestions), w, capped),
+		pages:        make([]any, len(listFields)),
 	}
+	// A batch of pages becomes one UNION ALL branch per key, so it is
+	// capped at what one statement may hold.
+	capped := dataloadgen.WithBatchCapacity(db.MaxBatch)
+	for _, f := range listFields {
+		if f.newLoader != nil {
+			l.pages[f.index] = f.newLoader(s, onBatch, w, capped)
+		}
+	}
+	return l
 }
 
 // requestLoaders holds one request's loaders. A mutation swaps in fresh

@@ -2,11 +2,10 @@ package resolvers
 
 import (
 	"context"
-	"encoding/json"
+	"fmt"
 
 	"follows/auth"
 	"follows/db"
-	"follows/graph/model"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -32,43 +31,36 @@ func (r *Resolver) prefetch(ctx context.Context, ids []int64, paths ...[]string)
 	viewer, viewerErr := auth.Viewer(ctx)
 	for _, st := range steps {
 		for _, id := range ids {
-			q := st.page
-			q.User = id
+			if st.list != nil {
+				q := st.page
+				q.User = id
+				st.list.start(ctx, l, q)
+				continue
+			}
+			if viewerErr != nil {
+				continue
+			}
 			switch st.field {
-			case "followers":
-				l.followers.LoadThunk(ctx, q)
-			case "following":
-				l.following.LoadThunk(ctx, q)
-			case "mutualFollows":
-				l.mutual.LoadThunk(ctx, q)
-			case "suggestions":
-				l.suggestions.LoadThunk(ctx, db.SuggestionQuery{User: id, First: q.First})
 			case "viewerFollows":
-				if viewerErr == nil {
-					l.follows.LoadThunk(ctx, db.Pair{Follower: viewer, Followee: id})
-				}
+				l.follows.LoadThunk(ctx, db.Pair{Follower: viewer, Followee: id})
 			case "followsViewer":
-				if viewerErr == nil {
-					l.follows.LoadThunk(ctx, db.Pair{Follower: id, Followee: viewer})
-				}
+				l.follows.LoadThunk(ctx, db.Pair{Follower: id, Followee: viewer})
 			case "viewerBlocks":
-				if viewerErr == nil {
-					l.blocks.LoadThunk(ctx, db.Pair{Follower: viewer, Followee: id})
-				}
+				l.blocks.LoadThunk(ctx, db.Pair{Follower: viewer, Followee: id})
 			case "blocksViewer":
-				if viewerErr == nil {
-					l.blocks.LoadThunk(ctx, db.Pair{Follower: id, Followee: viewer})
-				}
+				l.blocks.LoadThunk(ctx, db.Pair{Follower: id, Followee: viewer})
 			}
 		}
 	}
 }
 
-// prefetchStep is one lookup to start for every user of a list: a field of
-// User and, for lists, the page its arguments ask for.
+// prefetchStep is one lookup to start for every user of a list: a list
+// field of User and the page its arguments ask for, or a field that looks
+// up the viewer and the user together.
 type prefetchStep struct {
-	field string
+	list  *listField
 	page  db.PageQuery
+	field string
 }
 
 // prefetchPlan works out, once per request and list field (every parent's
@@ -81,87 +73,121 @@ func (r *Resolver) prefetchPlan(ctx context.Context, field graphql.CollectedFiel
 			return steps.([]prefetchStep)
 		}
 	}
-	oc := graphql.GetOperationContext(ctx)
-	var steps []prefetchStep
-	func() {
-		// A malformed argument is for the field's own resolver to report.
-		defer func() { recover() }()
-		for _, path := range paths {
-			for _, sel := range selectionsAt(oc, field.Selections, path) {
-				for _, f := range graphql.CollectFields(oc, sel, []string{"User"}) {
-					if st, ok := planField(ctx, oc, f); ok {
-						steps = append(steps, st)
-					}
-				}
-			}
-		}
-	}()
+	steps, err := planSteps(ctx, field, paths)
+	if err != nil {
+		// gqlgen meets the same selection when it executes it, and reports
+		// it then; the users' lookups go unbatched meanwhile.
+		r.log().WarnContext(ctx, "prefetch skipped", "field", field.Name, "err", err)
+	}
 	if cached {
 		rl.plans.Store(field.Field, steps)
 	}
 	return steps
 }
 
-func planField(ctx context.Context, oc *graphql.OperationContext, f graphql.CollectedField) (prefetchStep, bool) {
-	page := func(list string, def int) (prefetchStep, bool) {
-		args := f.ArgumentMap(oc.Variables)
-		q, err := pageArgs(ctx, list, 0, intArg(args["first"]), strArg(args["after"]), def)
-		return prefetchStep{field: f.Name, page: q}, err == nil
+func planSteps(ctx context.Context, field graphql.CollectedField, paths [][]string) ([]prefetchStep, error) {
+	oc := graphql.GetOperationContext(ctx)
+	var steps []prefetchStep
+	for _, path := range paths {
+		sels, err := selectionsAt(oc, field.Selections, path)
+		if err != nil {
+			return nil, err
+		}
+		for _, sel := range sels {
+			fields, err := collectFields(oc, sel, []string{"User"})
+			if err != nil {
+				return nil, err
+			}
+			for _, f := range fields {
+				if st, ok := planField(ctx, oc, f); ok {
+					steps = append(steps, st)
+				}
+			}
+		}
 	}
+	return steps, nil
+}
+
+// planField is the step for one field selected on the users of a list, if
+// prefetch knows it. A list whose arguments do not coerce, or are out of
+// bounds, is left out: its own resolver, or gqlgen before it, reports them
+// and names the argument.
+func planField(ctx context.Context, oc *graphql.OperationContext, f graphql.CollectedField) (prefetchStep, bool) {
 	switch f.Name {
-	case "followers":
-		return page(model.ListFollowers, 20)
-	case "following":
-		return page(model.ListFollowing, 20)
-	case "mutualFollows":
-		return page(model.ListMutual, 20)
-	case "suggestions":
-		return page("suggestions", 10)
 	case "viewerFollows", "followsViewer", "viewerBlocks", "blocksViewer":
 		return prefetchStep{field: f.Name}, true
 	}
-	return prefetchStep{}, false
+	list := rowOf("User", f.Name)
+	if list == nil || list.start == nil {
+		return prefetchStep{}, false
+	}
+	first, err := argument(f, "first", oc.Variables, graphql.UnmarshalInt)
+	if err != nil {
+		return prefetchStep{}, false
+	}
+	after, err := argument(f, "after", oc.Variables, graphql.UnmarshalString)
+	if err != nil {
+		return prefetchStep{}, false
+	}
+	q, err := list.args(ctx, 0, first, after)
+	if err != nil {
+		return prefetchStep{}, false
+	}
+	return prefetchStep{list: list, page: q}, true
+}
+
+// argument is the value of an optional argument as gqlgen hands it to the
+// field's resolver, nil when absent or null, or why it does not coerce.
+// (gqlparser's ArgumentMap would panic instead.)
+func argument[T any](f graphql.CollectedField, name string, vars map[string]any, unmarshal func(any) (T, error)) (*T, error) {
+	a := f.Arguments.ForName(name)
+	if a == nil {
+		return nil, nil
+	}
+	v, err := a.Value.Value(vars)
+	if err != nil || v == nil {
+		return nil, err
+	}
+	t, err := unmarshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("argument %s: %w", name, err)
+	}
+	return &t, nil
+}
+
+// collectFields is graphql.CollectFields with its panics returned. gqlgen
+// panics on some selections that validation lets through: an @skip or
+// @include whose `if` is a variable declared with a default and sent as
+// null. Only these are recovered; a panic in this package's own code
+// reaches gqlgen's recover function, which logs it with its stack.
+func collectFields(oc *graphql.OperationContext, sel ast.SelectionSet, satisfies []string) (fields []graphql.CollectedField, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("collect fields: %v", p)
+		}
+	}()
+	return graphql.CollectFields(oc, sel, satisfies), nil
 }
 
 // selectionsAt follows field names down a selection set, through every
 // alias of each name.
-func selectionsAt(oc *graphql.OperationContext, sel ast.SelectionSet, path []string) []ast.SelectionSet {
+func selectionsAt(oc *graphql.OperationContext, sel ast.SelectionSet, path []string) ([]ast.SelectionSet, error) {
 	if len(path) == 0 {
-		return []ast.SelectionSet{sel}
+		return []ast.SelectionSet{sel}, nil
+	}
+	fields, err := collectFields(oc, sel, nil)
+	if err != nil {
+		return nil, err
 	}
 	var out []ast.SelectionSet
-	for _, f := range graphql.CollectFields(oc, sel, nil) {
+	for _, f := range fields {
 		if f.Name == path[0] {
-			out = append(out, selectionsAt(oc, f.Selections, path[1:])...)
+			more, err := selectionsAt(oc, f.Selections, path[1:])
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, more...)
 		}
 	}
-	return out
-}
-
-func intArg(v any) *int {
-	var n int
-	switch v := v.(type) {
-	case int:
-		n = v
-	case int64:
-		n = int(v)
-	case float64:
-		n = int(v)
-	case json.Number:
-		i, err := v.Int64()
-		if err != nil {
-			return nil
-		}
-		n = int(i)
-	default:
-		return nil
-	}
-	return &n
-}
-
-func strArg(v any) *string {
-	if s, ok := v.(string); ok {
-		return &s
-	}
-	return nil
+	return out, nil
 }

@@ -1,9 +1,11 @@
 // Package resolvers answers the GraphQL schema in graph/ from the store in
 // db/. Resolvers stay thin: they check arguments, go to the store through
 // request-scoped loaders, and turn store errors into coded GraphQL errors.
+// The list fields are described once, in the table in lists.go.
 package resolvers
 
 import (
+	"log/slog"
 	"time"
 
 	"follows/auth"
@@ -19,4 +21,14 @@ type Resolver struct {
 	BatchWait time.Duration
 	// OnBatch, if set, is told each loader batch's size (for metrics).
 	OnBatch func(loader string, keys int)
+	// Log is where resolvers note what they handle without failing the
+	// request; slog.Default() when nil.
+	Log *slog.Logger
+}
+
+func (r *Resolver) log() *slog.Logger {
+	if r.Log != nil {
+		return r.Log
+	}
+	return slog.Default()
 }

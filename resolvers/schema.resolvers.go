@@ -171,26 +171,13 @@ func (r *queryResolver) User(ctx context.Context, id *string, name *string) (*db
 
 // Users is the resolver for the users field.
 func (r *queryResolver) Users(ctx context.Context, first *int, after *string) (*model.UserConnection, error) {
-	q, err := pageArgs(ctx, model.ListUsers, 0, first, after, 20)
-	if err != nil {
-		return nil, err
-	}
-	users, err := r.Store.ListUsers(ctx, q.After.ID, q.First+1)
-	if err != nil {
-		return nil, storeError(ctx, err)
-	}
-	page := db.Page{HasNext: len(users) > q.First}
-	for _, u := range users[:min(len(users), q.First)] {
-		page.Edges = append(page.Edges, db.Edge{User: u})
-	}
-	r.prefetch(ctx, pageIDs(page), connectionNodes...)
-	return userConnection(model.ListUsers, q, page, func(ctx context.Context) (int, error) {
+	return r.userPage(ctx, usersList, 0, first, after, func(ctx context.Context) (int, error) {
 		n, err := r.Store.CountUsers(ctx)
 		if err != nil {
 			return 0, storeError(ctx, err)
 		}
 		return n, nil
-	}), nil
+	})
 }
 
 // Viewer is the resolver for the viewer field.
@@ -205,41 +192,32 @@ func (r *userResolver) ID(ctx context.Context, obj *db.User) (string, error) {
 
 // Followers is the resolver for the followers field.
 func (r *userResolver) Followers(ctx context.Context, obj *db.User, first *int, after *string) (*model.FollowConnection, error) {
-	return r.followPage(ctx, db.Followers, obj, first, after)
+	return r.followPage(ctx, followersList, db.Followers, obj, first, after)
 }
 
 // Following is the resolver for the following field.
 func (r *userResolver) Following(ctx context.Context, obj *db.User, first *int, after *string) (*model.FollowConnection, error) {
-	return r.followPage(ctx, db.Following, obj, first, after)
+	return r.followPage(ctx, followingList, db.Following, obj, first, after)
 }
 
 // MutualFollows is the resolver for the mutualFollows field.
 func (r *userResolver) MutualFollows(ctx context.Context, obj *db.User, first *int, after *string) (*model.UserConnection, error) {
-	q, err := pageArgs(ctx, model.ListMutual, obj.ID, first, after, 20)
-	if err != nil {
-		return nil, err
-	}
-	page, err := r.loadersFor(ctx).mutual.Load(ctx, q)
-	if err != nil {
-		return nil, storeError(ctx, err)
-	}
-	r.prefetch(ctx, pageIDs(page), connectionNodes...)
-	return userConnection(model.ListMutual, q, page, func(ctx context.Context) (int, error) {
+	return r.userPage(ctx, mutualList, obj.ID, first, after, func(ctx context.Context) (int, error) {
 		n, err := r.loadersFor(ctx).mutualCounts.Load(ctx, obj.ID)
 		if err != nil {
 			return 0, storeError(ctx, err)
 		}
 		return n, nil
-	}), nil
+	})
 }
 
 // Suggestions is the resolver for the suggestions field.
 func (r *userResolver) Suggestions(ctx context.Context, obj *db.User, first *int) ([]*model.Suggestion, error) {
-	q, err := pageArgs(ctx, "suggestions", obj.ID, first, nil, 10)
+	q, err := suggestionsList.args(ctx, obj.ID, first, nil)
 	if err != nil {
 		return nil, err
 	}
-	found, err := r.loadersFor(ctx).suggestions.Load(ctx, db.SuggestionQuery{User: obj.ID, First: q.First})
+	found, err := suggestionsList.fetch(ctx, r.Resolver, q)
 	if err != nil {
 		return nil, storeError(ctx, err)
 	}
@@ -276,22 +254,13 @@ func (r *userResolver) Blocked(ctx context.Context, obj *db.User, first *int, af
 	if err != nil || me != obj.ID {
 		return nil, userError(ctx, CodeForbidden, "only a user itself may see whom it blocks")
 	}
-	q, err := pageArgs(ctx, model.ListBlocked, obj.ID, first, after, 20)
-	if err != nil {
-		return nil, err
-	}
-	page, err := r.Store.BlockedPage(ctx, q)
-	if err != nil {
-		return nil, storeError(ctx, err)
-	}
-	r.prefetch(ctx, pageIDs(page), connectionNodes...)
-	return userConnection(model.ListBlocked, q, page, func(context.Context) (int, error) {
+	return r.userPage(ctx, blockedList, obj.ID, first, after, func(ctx context.Context) (int, error) {
 		n, err := r.Store.CountBlocked(ctx, obj.ID)
 		if err != nil {
 			return 0, storeError(ctx, err)
 		}
 		return n, nil
-	}), nil
+	})
 }
 
 func (r *Resolver) FollowEdge() graph.FollowEdgeResolver { return &followEdgeResolver{r} }

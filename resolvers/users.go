@@ -73,23 +73,15 @@ func (r *Resolver) followSettings(ctx context.Context, e *model.FollowEdge) (*db
 	return &st, nil
 }
 
-func (r *Resolver) followPage(ctx context.Context, dir db.Direction, user *db.User, first *int, after *string) (*model.FollowConnection, error) {
-	q, err := pageArgs(ctx, dir.String(), user.ID, first, after, 20)
+// followPage answers followers and following: dir says which end of each
+// follow the list's users are.
+func (r *Resolver) followPage(ctx context.Context, list *listRow[db.Page], dir db.Direction, user *db.User, first *int, after *string) (*model.FollowConnection, error) {
+	q, page, err := r.page(ctx, list, user.ID, first, after)
 	if err != nil {
 		return nil, err
 	}
-	l := r.loadersFor(ctx)
-	loader := l.followers
-	if dir == db.Following {
-		loader = l.following
-	}
-	page, err := loader.Load(ctx, q)
-	if err != nil {
-		return nil, storeError(ctx, err)
-	}
-	r.prefetch(ctx, pageIDs(page), connectionNodes...)
 	conn := &model.FollowConnection{
-		PageInfo: pageInfo(dir.String(), q, page),
+		PageInfo: pageInfo(list.cursor, q, page),
 		Total: func(context.Context) (int, error) {
 			if dir == db.Following {
 				return user.FollowingCount, nil
@@ -98,7 +90,7 @@ func (r *Resolver) followPage(ctx context.Context, dir db.Direction, user *db.Us
 		},
 	}
 	for _, e := range page.Edges {
-		edge := &model.FollowEdge{List: dir.String(), Node: &e.User, FollowedAt: e.At,
+		edge := &model.FollowEdge{List: list.cursor, Node: &e.User, FollowedAt: e.At,
 			FollowerID: e.User.ID, FolloweeID: user.ID}
 		if dir == db.Following {
 			edge.FollowerID, edge.FolloweeID = user.ID, e.User.ID
@@ -108,19 +100,40 @@ func (r *Resolver) followPage(ctx context.Context, dir db.Direction, user *db.Us
 	return conn, nil
 }
 
-func userConnection(list string, q db.PageQuery, page db.Page, total func(context.Context) (int, error)) *model.UserConnection {
-	conn := &model.UserConnection{PageInfo: pageInfo(list, q, page), Total: total}
+// userPage answers a list of users as a UserConnection; total counts the
+// whole list when a client asks for totalCount.
+func (r *Resolver) userPage(ctx context.Context, list *listRow[db.Page], user int64, first *int, after *string, total func(context.Context) (int, error)) (*model.UserConnection, error) {
+	q, page, err := r.page(ctx, list, user, first, after)
+	if err != nil {
+		return nil, err
+	}
+	conn := &model.UserConnection{PageInfo: pageInfo(list.cursor, q, page), Total: total}
 	for _, e := range page.Edges {
 		conn.Edges = append(conn.Edges, &model.UserEdge{
-			List: list,
+			List: list.cursor,
 			Node: &e.User,
 			At:   e.At,
 		})
 	}
-	return conn
+	return conn, nil
 }
 
-func pageInfo(list string, q db.PageQuery, page db.Page) *model.PageInfo {
+// page reads the page of a user's list that first and after ask for, and
+// starts what the query will ask of the users in it.
+func (r *Resolver) page(ctx context.Context, list *listRow[db.Page], user int64, first *int, after *string) (db.PageQuery, db.Page, error) {
+	q, err := list.args(ctx, user, first, after)
+	if err != nil {
+		return q, db.Page{}, err
+	}
+	page, err := list.fetch(ctx, r, q)
+	if err != nil {
+		return q, db.Page{}, storeError(ctx, err)
+	}
+	r.prefetch(ctx, pageIDs(page), connectionNodes...)
+	return q, page, nil
+}
+
+func pageInfo(list model.List, q db.PageQuery, page db.Page) *model.PageInfo {
 	pi := &model.PageInfo{HasNextPage: page.HasNext, HasPreviousPage: !q.After.IsZero()}
 	if n := len(page.Edges); n > 0 {
 		first := model.EncodeCursor(list, db.Cursor{At: page.Edges[0].At, ID: page.Edges[0].User.ID})

@@ -12,18 +12,23 @@ import (
 	"follows/db"
 )
 
-// A cursor is opaque to clients: base64 of "list|seconds.nanos|id" and a
-// four-byte checksum. Naming its list lets a cursor from one list be
-// refused by another rather than silently paging from a wrong place; the
-// checksum refuses a cursor that was edited or cut. It is an integrity
-// check, not a signature: a cursor holds nothing secret, and one forged
-// with care would only choose where a page starts.
+// List names the list a cursor belongs to. A cursor is opaque to clients:
+// base64 of "list|seconds.nanos|id" and a four-byte checksum. Naming its
+// list lets a cursor from one list be refused by another rather than
+// silently paging from a wrong place; the checksum refuses a cursor that
+// was edited or cut. It is an integrity check, not a signature: a cursor
+// holds nothing secret, and one forged with care would only choose where a
+// page starts. As the name is in every cursor handed out, a list's name
+// never changes: the cursors clients hold must keep decoding.
+type List string
+
+// The lists that page with cursors.
 const (
-	ListFollowers = "followers"
-	ListFollowing = "following"
-	ListMutual    = "mutual"
-	ListUsers     = "users"
-	ListBlocked   = "blocked"
+	ListFollowers List = "followers"
+	ListFollowing List = "following"
+	ListMutual    List = "mutual"
+	ListUsers     List = "users"
+	ListBlocked   List = "blocked"
 )
 
 // ErrBadCursor is what DecodeCursor returns for anything but a cursor of
@@ -31,8 +36,8 @@ const (
 var ErrBadCursor = errors.New("not a cursor of this list")
 
 // EncodeCursor makes the opaque cursor of a position in a list.
-func EncodeCursor(list string, c db.Cursor) string {
-	s := list + "|" + strconv.FormatInt(c.At.Unix(), 10) + "." + strconv.Itoa(c.At.Nanosecond()) +
+func EncodeCursor(list List, c db.Cursor) string {
+	s := string(list) + "|" + strconv.FormatInt(c.At.Unix(), 10) + "." + strconv.Itoa(c.At.Nanosecond()) +
 		"|" + strconv.FormatInt(c.ID, 10)
 	return base64.RawURLEncoding.EncodeToString(append([]byte(s), checksum(s)...))
 }
@@ -44,7 +49,7 @@ func checksum(s string) []byte {
 
 // DecodeCursor reads a cursor of the list, refusing one of another list
 // and anything that is not a cursor.
-func DecodeCursor(list, s string) (db.Cursor, error) {
+func DecodeCursor(list List, s string) (db.Cursor, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil || len(raw) < 5 {
 		return db.Cursor{}, ErrBadCursor
@@ -54,7 +59,7 @@ func DecodeCursor(list, s string) (db.Cursor, error) {
 		return db.Cursor{}, ErrBadCursor
 	}
 	parts := strings.Split(payload, "|")
-	if len(parts) != 3 || parts[0] != list {
+	if len(parts) != 3 || parts[0] != string(list) {
 		return db.Cursor{}, ErrBadCursor
 	}
 	secs, nanos, ok := strings.Cut(parts[1], ".")

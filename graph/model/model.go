@@ -1,5 +1,6 @@
-// Package model holds the GraphQL types that are not the store's own:
-// connections, edges and payloads.
+// Package model holds the GraphQL types that are not the store's own
+// (connections, edges and payloads), the Time scalar and the cursors that
+// page through lists.
 package model
 
 import (
@@ -61,7 +62,7 @@ func (c *FollowConnection) TotalCount(ctx context.Context) (int, error) { return
 
 // FollowEdge is one follow in a page.
 type FollowEdge struct {
-	List       string // whose cursor this is: ListFollowers or ListFollowing
+	List       List // whose cursor this is: ListFollowers or ListFollowing
 	Node       *db.User
 	FollowedAt time.Time
 	// The follow's two ends, whoever the list belongs to.
@@ -75,9 +76,9 @@ func (e *FollowEdge) Cursor() string {
 
 // UserEdge is one user in a page of users.
 type UserEdge struct {
-	List string
+	List List
 	Node *db.User
-	At   time.Time // the follow that orders a list of users, if one does
+	At   time.Time // the follow or block that orders the list, if one does
 }
 
 // Cursor is the edge's position, made only when a client asks for it.

@@ -1,0 +1,203 @@
+package resolvers
+
+import (
+	"context"
+
+	"follows/db"
+	"follows/graph"
+	"follows/graph/model"
+
+	"github.com/vikstrous/dataloadgen"
+)
+
+// The list fields of the schema, one row each. A row says where the schema
+// has the field, the default of its `first` argument (the schema writes it
+// too, and a test holds the two equal), the list its cursors name, the name
+// of the loader that batches its pages, where gqlgen finds its price, and
+// the store method that answers it: batch for many users' pages at once,
+// through the request's loader, or read for one page straight from the
+// store. The page resolvers, the connection builders, prefetch and
+// Complexity all read these rows.
+//
+// Adding a list field becomes: the schema, one row, one store method.
+var (
+	followersList = row(&listRow[db.Page]{listField: listField{
+		object: "User", field: "followers", first: 20, cursor: model.ListFollowers, loader: "followers",
+		cost: func(c *graph.ComplexityRoot, p listCost) { c.User.Followers = p.connection },
+	}, batch: followPages(db.Followers)})
+
+	followingList = row(&listRow[db.Page]{listField: listField{
+		object: "User", field: "following", first: 20, cursor: model.ListFollowing, loader: "following",
+		cost: func(c *graph.ComplexityRoot, p listCost) { c.User.Following = p.connection },
+	}, batch: followPages(db.Following)})
+
+	mutualList = row(&listRow[db.Page]{listField: listField{
+		object: "User", field: "mutualFollows", first: 20, cursor: model.ListMutual, loader: "mutual",
+		cost: func(c *graph.ComplexityRoot, p listCost) { c.User.MutualFollows = p.connection },
+	}, batch: (*db.Store).MutualPages})
+
+	// Only its owner may read it, so there is no list of them to batch.
+	blockedList = row(&listRow[db.Page]{listField: listField{
+		object: "User", field: "blocked", first: 20, cursor: model.ListBlocked,
+		cost: func(c *graph.ComplexityRoot, p listCost) { c.User.Blocked = p.connection },
+	}, read: (*db.Store).BlockedPage})
+
+	suggestionsList = row(&listRow[[]db.Suggestion]{listField: listField{
+		object: "User", field: "suggestions", first: 10, loader: "suggestions",
+		cost: func(c *graph.ComplexityRoot, p listCost) { c.User.Suggestions = p },
+	}, batch: suggestionPages})
+
+	// A root field: there is one per operation, with nothing to batch.
+	usersList = row(&listRow[db.Page]{listField: listField{
+		object: "Query", field: "users", first: 20, cursor: model.ListUsers,
+		cost: func(c *graph.ComplexityRoot, p listCost) { c.Query.Users = p.connection },
+	}, read: usersPage})
+)
+
+// maxFirst bounds every page: no client can ask for a whole popular list.
+const maxFirst = 100
+
+// listField is what the table says of a list field, whatever its items.
+type listField struct {
+	object, field string     // where the schema has it: "User", "followers"
+	first         int        // the default of its `first` argument
+	cursor        model.List // the list its cursors name; "" when it has none
+	loader        string     // its loader's name in metrics; "" when it has none
+	// cost sets the field's entry in gqlgen's ComplexityRoot to its price.
+	cost func(c *graph.ComplexityRoot, price listCost)
+
+	// Filled in by row.
+	index     int // the row's place in listFields and in a request's loaders
+	newLoader func(s *db.Store, onBatch func(string, int), opts ...dataloadgen.Option) any
+	// start begins loading a page through the request's loader, for
+	// prefetch; nil for a list read straight from the store.
+	start func(ctx context.Context, l *loaders, q db.PageQuery)
+}
+
+// listRow is a row of the table, for a list whose pages are V. Exactly one of
+// batch and read is set.
+type listRow[V any] struct {
+	listField
+	batch func(s *db.Store, ctx context.Context, qs []db.PageQuery) ([]V, error)
+	read  func(s *db.Store, ctx context.Context, q db.PageQuery) (V, error)
+}
+
+// listFields are the rows, in order, for what reads them all.
+var listFields []*listField
+
+// row adds a list to the table.
+func row[V any](l *listRow[V]) *listRow[V] {
+	l.index = len(listFields)
+	if l.batch != nil {
+		l.newLoader = func(s *db.Store, onBatch func(string, int), opts ...dataloadgen.Option) any {
+			fetch := func(ctx context.Context, qs []db.PageQuery) ([]V, error) { return l.batch(s, ctx, qs) }
+			return dataloadgen.NewLoader(batched(l.loader, onBatch, fetch), opts...)
+		}
+		l.start = func(ctx context.Context, ls *loaders, q db.PageQuery) { l.pages(ls).LoadThunk(ctx, q) }
+	}
+	listFields = append(listFields, &l.listField)
+	return l
+}
+
+// rowOf returns the row of a field, or nil when it is not a list field.
+func rowOf(object, field string) *listField {
+	for _, f := range listFields {
+		if f.object == object && f.field == field {
+			return f
+		}
+	}
+	return nil
+}
+
+// pages is the request's loader of the list's pages.
+func (l *listRow[V]) pages(ls *loaders) *dataloadgen.Loader[db.PageQuery, V] {
+	return ls.pages[l.index].(*dataloadgen.Loader[db.PageQuery, V])
+}
+
+// fetch reads a page of a user's list, through the request's loader when
+// the list has one.
+func (l *listRow[V]) fetch(ctx context.Context, r *Resolver, q db.PageQuery) (V, error) {
+	if l.batch == nil {
+		return l.read(r.Store, ctx, q)
+	}
+	return l.pages(r.loadersFor(ctx)).Load(ctx, q)
+}
+
+// args checks first and after and returns the page of user's list they ask
+// for.
+func (f *listField) args(ctx context.Context, user int64, first *int, after *string) (db.PageQuery, error) {
+	q := db.PageQuery{User: user, First: f.first}
+	if first != nil {
+		q.First = *first
+	}
+	if q.First < 0 || q.First > maxFirst {
+		return q, badArg(ctx, "first", "must be between 0 and %d, not %d", maxFirst, q.First)
+	}
+	if after != nil {
+		c, err := model.DecodeCursor(f.cursor, *after)
+		if err != nil {
+			return q, badArg(ctx, "after", "not a cursor of this %s list", f.cursor)
+		}
+		q.After = c
+	}
+	return q, nil
+}
+
+// price is what the field costs: 1, plus what each item asks for times
+// how many items `first` asks for, so that followers { nodes { followers
+// { ... } } } costs what it multiplies to. A `first` outside 0..100 is
+// priced at the nearer bound and then refused by the resolver with
+// BAD_USER_INPUT, which names the argument.
+func (f *listField) price(child int, first *int) int {
+	n := f.first
+	if first != nil {
+		n = min(max(*first, 0), maxFirst)
+	}
+	return 1 + n*child
+}
+
+// listCost is a list field's price in the shape gqlgen asks of a list
+// without cursors; connection is the shape of one with them.
+type listCost func(child int, first *int) int
+
+func (p listCost) connection(child int, first *int, _ *string) int { return p(child, first) }
+
+// Complexity prices each list field as its row says; every other field
+// costs gqlgen's default, 1 plus its children.
+func Complexity() graph.ComplexityRoot {
+	var c graph.ComplexityRoot
+	for _, f := range listFields {
+		f.cost(&c, f.price)
+	}
+	return c
+}
+
+func followPages(dir db.Direction) func(*db.Store, context.Context, []db.PageQuery) ([]db.Page, error) {
+	return func(s *db.Store, ctx context.Context, qs []db.PageQuery) ([]db.Page, error) {
+		return s.FollowPages(ctx, dir, qs)
+	}
+}
+
+// suggestionPages asks the store for suggestions, which page by first
+// alone.
+func suggestionPages(s *db.Store, ctx context.Context, qs []db.PageQuery) ([][]db.Suggestion, error) {
+	sq := make([]db.SuggestionQuery, len(qs))
+	for i, q := range qs {
+		sq[i] = db.SuggestionQuery{User: q.User, First: q.First}
+	}
+	return s.Suggestions(ctx, sq)
+}
+
+// usersPage reads a page of all users, by id: one more than the page, to
+// learn whether another follows.
+func usersPage(s *db.Store, ctx context.Context, q db.PageQuery) (db.Page, error) {
+	users, err := s.ListUsers(ctx, q.After.ID, q.First+1)
+	if err != nil {
+		return db.Page{}, err
+	}
+	page := db.Page{HasNext: len(users) > q.First}
+	for _, u := range users[:min(len(users), q.First)] {
+		page.Edges = append(page.Edges, db.Edge{User: u})
+	}
+	return page, nil
+}

@@ -1,0 +1,98 @@
+package resolvers
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	"follows/graph"
+	"follows/graph/model"
+
+	"github.com/99designs/gqlgen/complexity"
+	"github.com/vektah/gqlparser/v2"
+)
+
+// TestComplexity prices operations as the complexity limit sees them: a
+// list field costs 1 plus its `first` (its default when absent, clamped to
+// 0..100) times what each item asks for; every other field costs 1 plus
+// its children.
+func TestComplexity(t *testing.T) {
+	es := graph.NewExecutableSchema(graph.Config{Complexity: Complexity()})
+	for _, c := range []struct {
+		query string
+		vars  map[string]any
+		want  int
+	}{
+		// viewer 1 + followers 1 + 10*(nodes 1 + followers 1 + 5*(nodes 1 + id 1))
+		{`{ viewer { followers(first: 10) { nodes { followers(first: 5) { nodes { id } } } } } }`, nil, 122},
+		{`{ viewer { followers { totalCount } } }`, nil, 22},
+		{`{ viewer { following { edges { cursor node { name } } } } }`, nil, 82},
+		{`{ viewer { mutualFollows { nodes { id } } } }`, nil, 42},
+		{`{ viewer { blocked { nodes { id } } } }`, nil, 42},
+		{`{ viewer { suggestions { user { id } via } } }`, nil, 32},
+		{`{ viewer { suggestions(first: 3) { user { id } } } }`, nil, 8},
+		{`{ users { nodes { id } } }`, nil, 41},
+		{`{ users(first: 0) { nodes { id } } }`, nil, 1},
+		{`{ users(first: 1000) { nodes { id } } }`, nil, 201},
+		{`{ users(first: -5) { nodes { id } } }`, nil, 1},
+		{`query($n: Int) { users(first: $n) { nodes { id } } }`, map[string]any{"n": 7}, 15},
+		{`query($n: Int) { users(first: $n) { nodes { id } } }`, nil, 41},
+		{`{ user(id: "1") { followers(first: 100) { nodes { following(first: 100) { nodes { mutualFollows(first: 100) { totalCount } } } } } } }`, nil, 1020202},
+	} {
+		doc, err := gqlparser.LoadQueryWithRules(es.Schema(), c.query, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.query, err)
+		}
+		if got := complexity.Calculate(context.Background(), es, doc.Operations[0], c.vars); got != c.want {
+			t.Errorf("%s: complexity %d, want %d", c.query, got, c.want)
+		}
+	}
+}
+
+// The table and the schema agree: every field with a `first` argument has
+// a row, every row a field, with the schema's default for `first`, and
+// cursors exactly when the field takes `after`.
+func TestListsMatchSchema(t *testing.T) {
+	schema := graph.NewExecutableSchema(graph.Config{}).Schema()
+	for _, f := range listFields {
+		def := schema.Types[f.object].Fields.ForName(f.field)
+		if def == nil {
+			t.Errorf("%s.%s: a row without a field in the schema", f.object, f.field)
+			continue
+		}
+		var schemaFirst string
+		if first := def.Arguments.ForName("first"); first != nil && first.DefaultValue != nil {
+			schemaFirst = first.DefaultValue.Raw
+		}
+		if schemaFirst != strconv.Itoa(f.first) {
+			t.Errorf("%s.%s: the schema's first defaults to %q, the row's to %d", f.object, f.field, schemaFirst, f.first)
+		}
+		if hasAfter := def.Arguments.ForName("after") != nil; hasAfter != (f.cursor != "") {
+			t.Errorf("%s.%s: takes after %v, but its cursors name %q", f.object, f.field, hasAfter, f.cursor)
+		}
+	}
+	for _, typ := range schema.Types {
+		if typ.BuiltIn {
+			continue
+		}
+		for _, fd := range typ.Fields {
+			if fd.Arguments.ForName("first") != nil && rowOf(typ.Name, fd.Name) == nil {
+				t.Errorf("%s.%s takes first but has no row", typ.Name, fd.Name)
+			}
+		}
+	}
+}
+
+// Each list's cursors name it alone, so that one list refuses another's.
+func TestListCursorsAreDistinct(t *testing.T) {
+	seen := map[model.List]string{}
+	for _, f := range listFields {
+		if f.cursor == "" {
+			continue
+		}
+		if other, ok := seen[f.cursor]; ok {
+			t.Errorf("%s.%s and %s name their cursors %q", f.object, f.field, other, f.cursor)
+		}
+		seen[f.cursor] = f.object + "." + f.field
+	}
+}

@@ -1,0 +1,49 @@
+package resolvers
+
+import (
+	"context"
+	"strconv"
+	"testing"
+)
+
+// A deactivated account may not follow, unfollow, change a follow, block
+// or unblock until it reactivates, whoever it acts on: itself and users
+// that do not exist included, which the store would answer otherwise.
+func TestDeactivatedViewerIsRefused(t *testing.T) {
+	a := newTestAPI(t)
+	ctx := context.Background()
+	me, token := a.user("me")
+	other, _ := a.user("other")
+	if _, err := a.store.Follow(ctx, me, other); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.store.SetDeactivated(ctx, me, true); err != nil {
+		t.Fatal(err)
+	}
+	id := func(n int64) string { return strconv.FormatInt(n, 10) }
+	for _, target := range []struct {
+		name, id string
+	}{
+		{"another user", id(other)},
+		{"itself", id(me)},
+		{"a user that does not exist", "999"},
+	} {
+		for _, m := range []string{
+			`mutation($id: ID!) { follow(input: {userId: $id}) { alreadyFollowing } }`,
+			`mutation($id: ID!) { unfollow(input: {userId: $id}) { wasFollowing } }`,
+			`mutation($id: ID!) { updateFollow(input: {userId: $id, muted: true}) { alreadyFollowing } }`,
+			`mutation($id: ID!) { block(input: {userId: $id}) { alreadyBlocked } }`,
+			`mutation($id: ID!) { unblock(input: {userId: $id}) { wasBlocked } }`,
+		} {
+			r := a.do(token, m, `{"id": "`+target.id+`"}`)
+			if len(r.Errors) != 1 {
+				t.Errorf("%s on %s: errors %+v", m, target.name, r.Errors)
+				continue
+			}
+			e := r.Errors[0]
+			if e.Extensions["code"] != CodeForbidden || e.Message != "your account is deactivated: reactivate it first" {
+				t.Errorf("%s on %s: %v %q", m, target.name, e.Extensions["code"], e.Message)
+			}
+		}
+	}
+}
