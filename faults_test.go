@@ -21,7 +21,7 @@ func TestCrashLosesNothingAcknowledged(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the binary")
 	}
-	bin := buildBinary(t)
+	bin := binary(t)
 	dbPath := filepath.Join(t.TempDir(), "follows.db")
 	cmd, url, _ := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", dbPath, "-secret", "crash")
 
@@ -113,7 +113,7 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the binary")
 	}
-	bin := buildBinary(t)
+	bin := binary(t)
 	dbPath := filepath.Join(t.TempDir(), "follows.db")
 	// A long batch wait keeps every request in flight for a while.
 	cmd, url, _ := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", dbPath, "-demo", "-batch-wait", "300ms")
