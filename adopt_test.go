@@ -2,10 +2,9 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
+	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -116,13 +115,10 @@ func tableCount(t *testing.T, path, table string) int {
 // Shape 1 converts in place: every follow survives in its direction, EF's
 // history table stays, UserUser goes only after the counts matched.
 func TestAdoptConventionShape(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the binary")
-	}
 	path := makeDB(t, efConvention, userUserRows(efFollows))
 
 	var out strings.Builder
-	if err := run(context.Background(), []string{"migrate", "-dry-run", "-db", path}, &out, &out, os.Getenv); err != nil {
+	if err := run(t.Context(), []string{"migrate", "-dry-run", "-db", path}, &out, &out, noEnv); err != nil {
 		t.Fatalf("migrate -dry-run: %v\n%s", err, &out)
 	}
 	if !strings.Contains(out.String(), "database shape: convention") || !strings.Contains(out.String(), "FollowerId = FollowersId") {
@@ -132,32 +128,29 @@ func TestAdoptConventionShape(t *testing.T) {
 		t.Fatal("the dry run changed the database")
 	}
 
-	bin := buildBinary(t)
-	cmd, url, _ := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", path, "-secret", "s")
+	url, stop := serveInProcess(t, "-addr", "127.0.0.1:0", "-db", path, "-secret", "s")
 	checkFollowsOverGraphQL(t, url, efFollows)
 	if tableCount(t, path, "UserUser") != -1 || tableCount(t, path, "__EFMigrationsHistory") != 1 {
 		t.Error("after conversion UserUser should be gone and __EFMigrationsHistory kept")
 	}
 	// The server works on the converted database: a new follow, newest first.
-	tok, err := exec.Command(bin, "token", "-user", "4", "-db", path, "-secret", "s").Output()
-	if err != nil {
+	var tok strings.Builder
+	if err := run(t.Context(), []string{"token", "-user", "4", "-db", path, "-secret", "s"}, &tok, io.Discard, noEnv); err != nil {
 		t.Fatal(err)
 	}
-	rr := postVars(t, url, strings.TrimSpace(string(tok)), `mutation { follow(input: {userId: "1"}) { followee { followerCount } } }`, nil)
+	rr := postVars(t, url, strings.TrimSpace(tok.String()), `mutation { follow(input: {userId: "1"}) { followee { followerCount } } }`, nil)
 	if b, _ := json.Marshal(rr["data"]); string(b) != `{"follow":{"followee":{"followerCount":3}}}` {
 		t.Errorf("follow on the converted database: %s %v", b, rr["errors"])
 	}
-	cmd.Process.Kill()
-	cmd.Wait()
+	if err := stop(); err != nil {
+		t.Errorf("the server stopped with %v", err)
+	}
 	apitest.CheckGraph(t, path)
 }
 
 // Shape 2 is adopted as it is: rows, dates and direction kept, what is
 // missing added, and later EF-style writes still sort right.
 func TestAdoptJoinEntityShape(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the binary")
-	}
 	ddl := efUsers + `
 CREATE TABLE "Follows" (
     "FollowerId" INTEGER NOT NULL,
@@ -176,8 +169,7 @@ CREATE INDEX "IX_Follows_FolloweeId" ON "Follows" ("FolloweeId");`
 	}
 	path := makeDB(t, ddl, `INSERT INTO "Follows" ("FollowerId", "FolloweeId", "CreatedAt") VALUES `+strings.Join(vals, ", ")+";")
 
-	bin := buildBinary(t)
-	cmd, url, _ := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", path, "-secret", "s")
+	url, stop := serveInProcess(t, "-addr", "127.0.0.1:0", "-db", path, "-secret", "s")
 	checkFollowsOverGraphQL(t, url, efFollows)
 
 	// alice's followers newest first, with the dates EF wrote.
@@ -196,8 +188,9 @@ CREATE INDEX "IX_Follows_FolloweeId" ON "Follows" ("FolloweeId");`
 	if stored != "2025-03-06 00:00:00.0000000" {
 		t.Errorf("an EF-style insert is stored as %q, want it padded", stored)
 	}
-	cmd.Process.Kill()
-	cmd.Wait()
+	if err := stop(); err != nil {
+		t.Errorf("the server stopped with %v", err)
+	}
 	apitest.CheckGraph(t, path)
 	if tableCount(t, path, "__EFMigrationsHistory") != 1 {
 		t.Error("__EFMigrationsHistory was touched")
@@ -213,7 +206,7 @@ INSERT INTO "Users" ("Id", "Name") VALUES (6, 'ALICE');`)
 	before, _ := os.ReadFile(path)
 
 	var out strings.Builder
-	err := run(context.Background(), []string{"migrate", "-db", path}, &out, &out, os.Getenv)
+	err := run(t.Context(), []string{"migrate", "-db", path}, &out, &out, noEnv)
 	if err == nil {
 		t.Fatal("migrate succeeded on a database with a self-follow")
 	}
@@ -240,7 +233,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	up, fp := filepath.Join(dir, "u.csv"), filepath.Join(dir, "f.csv")
 	var out strings.Builder
-	if err := run(context.Background(), []string{"export", "-db", src, "-users", up, "-follows", fp}, &out, &out, os.Getenv); err != nil {
+	if err := run(t.Context(), []string{"export", "-db", src, "-users", up, "-follows", fp}, &out, &out, noEnv); err != nil {
 		t.Fatalf("export: %v", err)
 	}
 	if !strings.Contains(out.String(), "exported 4 users and 5 follows") {
@@ -254,7 +247,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	}
 	var again strings.Builder
 	up2, fp2 := filepath.Join(dir, "u2.csv"), filepath.Join(dir, "f2.csv")
-	run(context.Background(), []string{"export", "-db", dst, "-users", up2, "-follows", fp2}, &again, &again, os.Getenv)
+	run(t.Context(), []string{"export", "-db", dst, "-users", up2, "-follows", fp2}, &again, &again, noEnv)
 	users2, _ := os.ReadFile(up2)
 	follows2, _ := os.ReadFile(fp2)
 	if string(users) != string(users2) || string(follows) != string(follows2) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -86,7 +85,7 @@ func TestHelpListsEnv(t *testing.T) {
 	flagLine := regexp.MustCompile(`^  -([a-z-]+)`)
 	for _, cmd := range [][]string{{"-h"}, {"token", "-h"}, {"import", "-h"}, {"export", "-h"}, {"migrate", "-h"}, {"schema", "-h"}} {
 		var out strings.Builder
-		err := run(context.Background(), cmd, io.Discard, &out, func(string) string { return "" })
+		err := run(t.Context(), cmd, io.Discard, &out, noEnv)
 		if err != flag.ErrHelp {
 			t.Fatalf("%v: %v, want flag.ErrHelp", cmd, err)
 		}
@@ -151,7 +150,7 @@ func TestConfigPrecedence(t *testing.T) {
 func TestSubcommandFlagFromEnv(t *testing.T) {
 	schema := func(args []string, env map[string]string) string {
 		var out strings.Builder
-		if err := run(context.Background(), append([]string{"schema"}, args...), &out, io.Discard, func(k string) string { return env[k] }); err != nil {
+		if err := run(t.Context(), append([]string{"schema"}, args...), &out, io.Discard, func(k string) string { return env[k] }); err != nil {
 			t.Fatal(err)
 		}
 		return out.String()
@@ -184,7 +183,7 @@ func TestBadConfigValues(t *testing.T) {
 	} {
 		dir := t.TempDir()
 		args := append([]string{"-check-counts", "-db", filepath.Join(dir, "x.db")}, tc.args...)
-		err := run(context.Background(), args, io.Discard, io.Discard, func(k string) string { return tc.env[k] })
+		err := run(t.Context(), args, io.Discard, io.Discard, func(k string) string { return tc.env[k] })
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v %v: error %v, want one naming %s", tc.args, tc.env, err, tc.want)
 		}

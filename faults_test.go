@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -21,7 +24,7 @@ func TestCrashLosesNothingAcknowledged(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the binary")
 	}
-	bin := buildBinary(t)
+	bin := binary(t)
 	dbPath := filepath.Join(t.TempDir(), "follows.db")
 	cmd, url, _ := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", dbPath, "-secret", "crash")
 
@@ -43,9 +46,16 @@ func TestCrashLosesNothingAcknowledged(t *testing.T) {
 	var mu sync.Mutex
 	acked := map[[2]string]bool{}
 	var wg sync.WaitGroup
+	// loaded is done once every writer has had ten follows acknowledged:
+	// the load is well under way, and all eight keep a write in flight
+	// until the kill.
+	const warmUp = 10
+	var loaded sync.WaitGroup
+	loaded.Add(8)
 	client := &http.Client{Timeout: 5 * time.Second}
 	for g := range 8 {
 		wg.Go(func() {
+			acks := 0
 			for n := 0; ; n++ {
 				me, other := users[g], users[(g+1+n)%len(users)]
 				if me == other {
@@ -59,11 +69,16 @@ func TestCrashLosesNothingAcknowledged(t *testing.T) {
 					mu.Lock()
 					acked[[2]string{me.ID, other.ID}] = true
 					mu.Unlock()
+					if acks++; acks == warmUp {
+						loaded.Done()
+					}
 				}
 			}
 		})
 	}
-	time.Sleep(500 * time.Millisecond)
+	if !waitFor(&loaded, 30*time.Second) {
+		t.Fatalf("the eight writers did not each have %d follows acknowledged within 30s", warmUp)
+	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	wg.Wait()
@@ -113,20 +128,34 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the binary")
 	}
-	bin := buildBinary(t)
+	bin := binary(t)
 	dbPath := filepath.Join(t.TempDir(), "follows.db")
-	// A long batch wait keeps every request in flight for a while.
-	cmd, url, _ := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", dbPath, "-demo", "-batch-wait", "300ms")
+	// -debug serves the goroutine dump in which the test sees the requests
+	// in flight.
+	cmd, url, lines := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", dbPath, "-demo", "-debug")
+
+	// The test holds SQLite's write lock, so that every request, each a
+	// write, stays in flight until the test lets go: within the server's
+	// busy_timeout, 10s.
+	ctx := context.Background()
+	lock, err := apitest.OpenRaw(t, dbPath).Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if _, err := lock.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	defer lock.ExecContext(ctx, "ROLLBACK")
 
 	var wg sync.WaitGroup
 	var answered, failedInFlight atomic.Int64
-	started := make(chan struct{}, 16)
-	for range 16 {
+	for i := range 16 {
 		wg.Go(func() {
 			client := &http.Client{Timeout: 10 * time.Second}
-			req, _ := http.NewRequest("POST", url+"/graphql", bytesReader(apitest.Body(`{ users { nodes { followers { nodes { name } } } } }`, nil)))
+			req, _ := http.NewRequest("POST", url+"/graphql", bytesReader(apitest.Body(`mutation($n: String!) { createUser(input: {name: $n}) { user { id } } }`,
+				map[string]any{"n": fmt.Sprintf("inflight%d", i)})))
 			req.Header.Set("Content-Type", "application/json")
-			started <- struct{}{}
 			resp, err := client.Do(req)
 			if err != nil {
 				failedInFlight.Add(1)
@@ -141,15 +170,59 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 			}
 		})
 	}
-	for range 16 {
-		<-started
-	}
-	time.Sleep(100 * time.Millisecond) // all sixteen are now waiting on their loaders
+	waitResolving(t, url, "createUser", 16, 5*time.Second)
 	cmd.Process.Signal(syscall.SIGTERM)
+	waitLogLine(t, lines, "shutting down", 5*time.Second)
+	// Only now may the sixteen write, with the server shutting down.
+	if _, err := lock.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
 	wg.Wait()
 	waitExit(t, cmd, 20*time.Second)
 	if answered.Load() != 16 || failedInFlight.Load() != 0 {
 		t.Errorf("%d of 16 in-flight requests answered, %d failed", answered.Load(), failedInFlight.Load())
+	}
+}
+
+// waitResolving waits until a server run with -debug is resolving the
+// mutation field in n requests at once, as its goroutine dump shows.
+func waitResolving(t *testing.T, url, field string, n int, within time.Duration) {
+	t.Helper()
+	// gqlgen's generated code has a function per field, which stays on
+	// the stack of the goroutine serving the request while it resolves.
+	frame := "follows/graph.(*executionContext)._Mutation_" + field + "("
+	deadline := time.Now().Add(within)
+	got := 0
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url + "/debug/pprof/goroutine?debug=2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dump, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		got = 0
+		for _, g := range strings.Split(string(dump), "\n\n") {
+			if strings.Contains(g, frame) {
+				got++
+			}
+		}
+		if got >= n {
+			return
+		}
+		time.Sleep(10 * time.Millisecond) // between polls of a condition with a deadline
+	}
+	t.Fatalf("%d of %d requests resolving %s after %v", got, n, field, within)
+}
+
+// waitFor waits for wg with a deadline and reports whether it was done.
+func waitFor(wg *sync.WaitGroup, within time.Duration) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(within):
+		return false
 	}
 }
 

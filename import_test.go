@@ -21,7 +21,7 @@ func importFiles(t *testing.T, dbPath, users, follows string) (string, error) {
 	os.WriteFile(up, []byte(users), 0o644)
 	os.WriteFile(fp, []byte(follows), 0o644)
 	var out, errs bytes.Buffer
-	err := run(context.Background(), []string{"import", "-db", dbPath, "-users", up, "-follows", fp}, &out, &errs, func(string) string { return "" })
+	err := run(t.Context(), []string{"import", "-db", dbPath, "-users", up, "-follows", fp}, &out, &errs, noEnv)
 	return out.String(), err
 }
 

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,33 +23,90 @@ import (
 	"follows/api/apitest"
 )
 
-// binDir holds the server binary, built once for the tests that run it.
-var binDir string
+// builtBin is the server binary, built once in TestMain for the tests
+// that need a process of their own (signals, crashes, exit statuses, the
+// process's log); errNoBinary says why there is none.
+var (
+	builtBin    string
+	errNoBinary = errors.New("not built: -short skips the tests that run the binary")
+)
 
 func TestMain(m *testing.M) {
-	binDir, _ = os.MkdirTemp("", "follows-bin")
+	flag.Parse()
+	var dir string
+	if !testing.Short() {
+		dir, errNoBinary = os.MkdirTemp("", "follows-bin")
+		if errNoBinary == nil {
+			builtBin = filepath.Join(dir, "follows")
+			if out, err := exec.Command("go", "build", "-o", builtBin, ".").CombinedOutput(); err != nil {
+				errNoBinary = fmt.Errorf("go build: %v\n%s", err, out)
+			}
+		}
+	}
 	code := m.Run()
-	os.RemoveAll(binDir)
+	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
-var buildOnce = sync.OnceValues(func() (string, error) {
-	bin := filepath.Join(binDir, "follows")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
-})
-
-// buildBinary compiles the server as `go build` would.
-func buildBinary(t *testing.T) string {
+// binary is the server as `go build` makes it.
+func binary(t *testing.T) string {
 	t.Helper()
-	bin, err := buildOnce()
-	if err != nil {
-		t.Fatal(err)
+	if errNoBinary != nil {
+		t.Fatal(errNoBinary)
 	}
-	return bin
+	return builtBin
+}
+
+// noEnv is an environment with nothing set, so that only the arguments
+// configure the program.
+func noEnv(string) string { return "" }
+
+// servingURL finds where a log line says the server serves GraphQL, in
+// either log format.
+var servingURL = regexp.MustCompile(`url"?[=:]"?(http://[^"\s]+)/graphql`)
+
+// watchLog reads a server's log as it is written. The URL the server says
+// it serves at comes on url; every line comes on lines, which holds 100
+// unread ones (more are dropped) and is closed when the log ends.
+func watchLog(log io.Reader) (url, lines <-chan string) {
+	linec := make(chan string, 100)
+	urlc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(log)
+		for sc.Scan() {
+			if m := servingURL.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case urlc <- m[1]:
+				default:
+				}
+			}
+			select {
+			case linec <- sc.Text():
+			default:
+			}
+		}
+		close(linec)
+	}()
+	return urlc, linec
+}
+
+// waitLogLine waits until a line containing s comes from a server's log.
+func waitLogLine(t *testing.T, lines <-chan string, s string, within time.Duration) {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("the log ended without %q", s)
+			}
+			if strings.Contains(l, s) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no %q in the log within %v", s, within)
+		}
+	}
 }
 
 // startProcess runs the server binary and waits for it to say where it
@@ -68,22 +127,7 @@ func startProcess(t *testing.T, bin string, args ...string) (*exec.Cmd, string, 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := make(chan string, 100)
-	urlc := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		re := regexp.MustCompile(`url"?[=:]"?(http://[^"\s]+)/graphql`)
-		for sc.Scan() {
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				urlc <- m[1]
-			}
-			select {
-			case lines <- sc.Text():
-			default:
-			}
-		}
-		close(lines)
-	}()
+	urlc, lines := watchLog(stderr)
 	select {
 	case u := <-urlc:
 		return cmd, u, lines
@@ -91,6 +135,43 @@ func startProcess(t *testing.T, bin string, args ...string) (*exec.Cmd, string, 
 		t.Fatal("the server did not start within 30s")
 	}
 	return nil, "", nil
+}
+
+// serveInProcess runs the server as main does but in the test's process,
+// and returns once it says where it listens. stop ends it as SIGTERM
+// would and returns what run returned; it runs at the latest when the
+// test ends.
+func serveInProcess(t *testing.T, args ...string) (url string, stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	logr, logw := io.Pipe()
+	urlc, _ := watchLog(logr)
+	var runErr error
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		runErr = run(ctx, args, io.Discard, logw, noEnv)
+		logw.Close()
+	}()
+	stop = sync.OnceValue(func() error {
+		cancel()
+		select {
+		case <-ended:
+			return runErr
+		case <-time.After(40 * time.Second): // longer than serve's 30s to finish requests
+			return errors.New("the server did not stop within 40s")
+		}
+	})
+	t.Cleanup(func() { stop() })
+	select {
+	case u := <-urlc:
+		return u, stop
+	case <-ended:
+		t.Fatalf("the server ended before serving: %v", runErr)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server did not start within 30s")
+	}
+	return "", stop
 }
 
 func post(t *testing.T, url, token, query string) map[string]any {
@@ -137,13 +218,34 @@ func waitExit(t *testing.T, cmd *exec.Cmd, within time.Duration) {
 	}
 }
 
+// logUntilExit collects what a signalled server process logs until it
+// exits and its log ends, then reaps it: reaping first would close the
+// log before the last lines were read.
+func logUntilExit(t *testing.T, cmd *exec.Cmd, lines <-chan string, within time.Duration) []string {
+	t.Helper()
+	var log []string
+	deadline := time.After(within)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				cmd.Wait()
+				return log
+			}
+			log = append(log, l)
+		case <-deadline:
+			t.Fatalf("still running %v after the signal", within)
+		}
+	}
+}
+
 // The binary as a user runs it: -demo data, a token from the token
 // subcommand that the server accepts, and a clean exit on SIGTERM.
 func TestBinary(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds and runs the binary")
+		t.Skip("runs the binary")
 	}
-	bin := buildBinary(t)
+	bin := binary(t)
 	dbPath := filepath.Join(t.TempDir(), "follows.db")
 	cmd, url, _ := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", dbPath, "-demo", "-secret", "s3cret")
 
@@ -188,22 +290,11 @@ func TestBinary(t *testing.T) {
 // Without a secret the server makes one and says so, without printing it.
 func TestBinaryWithoutSecret(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds and runs the binary")
+		t.Skip("runs the binary")
 	}
-	bin := buildBinary(t)
+	bin := binary(t)
 	_, _, lines := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "x.db"))
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for {
-		select {
-		case l := <-lines:
-			if strings.Contains(l, "no token secret configured") {
-				return
-			}
-		case <-ctx.Done():
-			t.Fatal("no warning about the missing secret in the log")
-		}
-	}
+	waitLogLine(t, lines, "no token secret configured", 5*time.Second)
 }
 
 // The token secret appears in no log line and no response, whatever
@@ -213,7 +304,7 @@ func TestSecretNeverShown(t *testing.T) {
 		t.Skip("runs the binary")
 	}
 	const secret = "s3cret-that-must-not-leak"
-	bin := buildBinary(t)
+	bin := binary(t)
 	cmd, url, lines := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "x.db"), "-demo", "-secret", secret)
 	var bodies []string
 	for _, token := range []string{"garbage", secret, "djE6MToxNzk4NjAwOTcy." + secret} {
@@ -222,10 +313,7 @@ func TestSecretNeverShown(t *testing.T) {
 		bodies = append(bodies, string(b))
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
-	cmd.Wait()
-	for l := range lines {
-		bodies = append(bodies, l)
-	}
+	bodies = append(bodies, logUntilExit(t, cmd, lines, 30*time.Second)...)
 	for _, b := range bodies {
 		if strings.Contains(b, secret) {
 			t.Errorf("the secret shows in %q", b)
@@ -242,7 +330,7 @@ func TestSchemaSubcommand(t *testing.T) {
 		var out, errs strings.Builder
 		dir := t.TempDir()
 		t.Chdir(dir)
-		if err := run(context.Background(), []string{"schema", "-dialect", dialect}, &out, &errs, func(string) string { return "" }); err != nil {
+		if err := run(t.Context(), []string{"schema", "-dialect", dialect}, &out, &errs, noEnv); err != nil {
 			t.Fatalf("schema -dialect %s: %v %s", dialect, err, errs.String())
 		}
 		if !strings.Contains(out.String(), want) {
@@ -259,13 +347,12 @@ func TestJSONLog(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the binary")
 	}
-	bin := buildBinary(t)
+	bin := binary(t)
 	cmd, url, lines := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "x.db"), "-log-format", "json")
 	post(t, url, "", `query Who { viewer { id } }`)
 	cmd.Process.Signal(syscall.SIGTERM)
-	cmd.Wait()
 	found := false
-	for l := range lines {
+	for _, l := range logUntilExit(t, cmd, lines, 30*time.Second) {
 		var entry map[string]any
 		if err := json.Unmarshal([]byte(l), &entry); err != nil {
 			t.Errorf("not a JSON line: %q", l)
