@@ -292,9 +292,14 @@ func (s *Store) inTx(ctx context.Context, fn func(r runner) error) error {
 	}
 }
 
+// runTx runs fn in tx and commits when fn returns nil. The deferred
+// Rollback (a no-op after Commit) ends the transaction on every other way
+// out, a panic in fn included: otherwise the transaction, and on SQLite the
+// write lock, would stay held until its context ended, which for a
+// background context is never.
 func (s *Store) runTx(tx *sql.Tx, fn func(r runner) error) error {
+	defer tx.Rollback()
 	if err := fn(runner{s: s, tx: tx}); err != nil {
-		tx.Rollback()
 		return s.d.classify(err)
 	}
 	if err := tx.Commit(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	mssql "github.com/microsoft/go-mssqldb"
 )
@@ -148,5 +149,33 @@ func TestTransactionRetry(t *testing.T) {
 		if runs != tc.wantRuns || (tc.failures < maxTxAttempts) != (err == nil) {
 			t.Errorf("%d failures: %d runs, err %v; want %d runs", tc.failures, runs, err, tc.wantRuns)
 		}
+	}
+}
+
+// A transaction whose function panics is rolled back: the next write gets
+// the write lock at once rather than waiting for a transaction nobody
+// will end.
+func TestTransactionPanicReleasesTheLock(t *testing.T) {
+	s := openTestStore(t)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the panic did not reach the caller")
+			}
+		}()
+		s.inTx(context.Background(), func(r runner) error {
+			if _, err := r.exec(context.Background(), s.d.insertUser, "ghost"); err != nil {
+				t.Fatal(err)
+			}
+			panic("in the middle of a transaction")
+		})
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if _, err := s.CreateUser(ctx, "next"); err != nil {
+		t.Fatalf("a write after the panic: %v", err)
+	}
+	if _, err := s.UserByName(context.Background(), "ghost"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the panicking transaction's user: %v, want ErrNotFound (rolled back)", err)
 	}
 }
