@@ -32,6 +32,9 @@ var (
 	// errRetry marks a transaction that lost a race (a deadlock, a
 	// duplicate key) and may succeed if run again.
 	errRetry = errors.New("transaction lost a race")
+	// errDuplicate marks an insert refused because a row with its primary
+	// key exists already (a follow or block of the same pair, a user id).
+	errDuplicate = errors.New("a row with that key exists already")
 )
 
 // maxTxAttempts bounds how often a transaction that lost a race is run.

@@ -77,6 +77,7 @@ func TestClassifySQLServer(t *testing.T) {
 		want error
 	}{
 		{"duplicate follow", mssql.Error{Number: 2627, Message: "Violation of PRIMARY KEY constraint 'PK_Follows'. Cannot insert duplicate key in object 'dbo.Follows'."}, errRetry},
+		{"duplicate follow is a duplicate", mssql.Error{Number: 2627, Message: "Violation of PRIMARY KEY constraint 'PK_Follows'. Cannot insert duplicate key in object 'dbo.Follows'."}, errDuplicate},
 		{"name taken", mssql.Error{Number: 2601, Message: "Cannot insert duplicate key row in object 'dbo.Users' with unique index 'IX_Users_Name'."}, ErrNameTaken},
 		{"self-follow", mssql.Error{Number: 547, Message: "The INSERT statement conflicted with the CHECK constraint \"CK_Follows_NoSelfFollow\"."}, ErrSelfFollow},
 		{"missing user", mssql.Error{Number: 547, Message: "The INSERT statement conflicted with the FOREIGN KEY constraint \"FK_Follows_Users_FolloweeId\"."}, ErrNotFound},
@@ -108,6 +109,10 @@ func TestClassifySQLite(t *testing.T) {
 	s := openTestStore(t)
 	ctx := context.Background()
 	a, _ := s.CreateUser(ctx, "a")
+	b, _ := s.CreateUser(ctx, "b")
+	if _, err := s.Follow(ctx, a.ID, b.ID); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name, stmt string
 		args       []any
@@ -116,6 +121,8 @@ func TestClassifySQLite(t *testing.T) {
 		{"self-follow", `INSERT INTO Follows (FollowerId, FolloweeId) VALUES (?, ?)`, []any{a.ID, a.ID}, ErrSelfFollow},
 		{"missing user", `INSERT INTO Follows (FollowerId, FolloweeId) VALUES (?, ?)`, []any{a.ID, 999}, ErrNotFound},
 		{"name taken", `INSERT INTO Users (Name) VALUES (?)`, []any{"A"}, ErrNameTaken},
+		{"duplicate follow", `INSERT INTO Follows (FollowerId, FolloweeId) VALUES (?, ?)`, []any{a.ID, b.ID}, errDuplicate},
+		{"duplicate user id", `INSERT INTO Users (Id, Name) VALUES (?, ?)`, []any{a.ID, "c"}, errDuplicate},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

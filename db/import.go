@@ -258,7 +258,7 @@ func addCounts(ctx context.Context, r runner, followers, following map[int64]int
 // row by row, inside a savepoint it then rolls back, to name the row at
 // fault.
 func findDuplicate(ctx context.Context, r runner, file string, b *batchInsert, batchErr error) error {
-	if !isConstraint(batchErr) {
+	if !errors.Is(r.s.d.classify(batchErr), errDuplicate) {
 		return batchErr
 	}
 	if _, err := r.tx.ExecContext(ctx, `SAVEPOINT find_duplicate`); err != nil {
@@ -268,17 +268,13 @@ func findDuplicate(ctx context.Context, r runner, file string, b *batchInsert, b
 	for i, line := range b.lines {
 		a := b.args[i*b.cols : (i+1)*b.cols]
 		if _, err := r.tx.ExecContext(ctx, r.s.d.rebind(b.text(1)), a...); err != nil {
-			if isConstraint(err) {
+			if errors.Is(r.s.d.classify(err), errDuplicate) {
 				return ImportErrors{{file, line, fmt.Sprintf("follow %v -> %v is there already", a[0], a[1])}}
 			}
 			return err
 		}
 	}
 	return batchErr
-}
-
-func isConstraint(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "constraint failed")
 }
 
 // batchInsert gathers rows and inserts them importBatch at a time with one

@@ -120,6 +120,8 @@ func classifySQLite(err error) error {
 		}
 	case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
 		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+		return fmt.Errorf("%w: %w", errDuplicate, err)
 	case sqlite3.SQLITE_CONSTRAINT_UNIQUE:
 		if strings.Contains(se.Error(), "Users.Name") {
 			return fmt.Errorf("%w: %w", ErrNameTaken, err)

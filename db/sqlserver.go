@@ -208,7 +208,7 @@ func classifySQLServer(err error) error {
 		case strings.Contains(me.Message, "PK_Follows"), strings.Contains(me.Message, "PK_Blocks"):
 			// A concurrent follow of the same pair won: run the
 			// transaction again, and it finds the follow there.
-			return fmt.Errorf("%w: %w", errRetry, err)
+			return fmt.Errorf("%w: %w: %w", errRetry, errDuplicate, err)
 		case strings.Contains(me.Message, "IX_Users_Name"):
 			return fmt.Errorf("%w: %w", ErrNameTaken, err)
 		}
