@@ -407,12 +407,12 @@ func testBatchMatchesSingleQueries(t *testing.T, open opener) {
 func TestListStatementsSeekTheIndex(t *testing.T) {
 	s := openTestStore(t)
 	for name, q := range map[string]string{
-		"followers":       pageBranch(followersBranch, false, 0),
-		"followers after": pageBranch(followersBranch, true, 21),
-		"following":       pageBranch(followingBranch, false, 0),
-		"following after": pageBranch(followingBranch, true, 21),
-		"mutual":          pageBranch(mutualBranch, false, 0),
-		"mutual after":    pageBranch(mutualBranch, true, 21),
+		"followers":       pageBranch(sqliteListBranches[listFollowers], false, 0),
+		"followers after": pageBranch(sqliteListBranches[listFollowers], true, 21),
+		"following":       pageBranch(sqliteListBranches[listFollowing], false, 0),
+		"following after": pageBranch(sqliteListBranches[listFollowing], true, 21),
+		"mutual":          pageBranch(sqliteListBranches[listMutual], false, 0),
+		"mutual after":    pageBranch(sqliteListBranches[listMutual], true, 21),
 		"suggestions":     suggestionsBranch,
 	} {
 		args := []any{0, 1, 2}
