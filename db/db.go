@@ -98,7 +98,7 @@ func (s *Store) writeStatements() []string {
 	return []string{s.d.insertFollow, s.d.insertUser, deleteFollow,
 		selectPairUsers, deleteUserFollows, deleteUserBlocks, deleteUser, countPairBlocks,
 		updateFollow, selectFollow, insertBlock, deletePairFollows, deleteBlock,
-		deactivateUser, reactivateUser, adjustFollowees, adjustFollowers, selectUserByID}
+		deactivateUser, reactivateUser, recountAround, selectUserByID}
 }
 
 // Close releases the prepared statements and the connection pool.

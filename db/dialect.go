@@ -34,10 +34,15 @@ type dialect struct {
 	insertFollow string
 	// insertUser inserts a user by Name and returns its Id.
 	insertUser string
+	// idSet selects, as one column, the ids of a JSON array parameter (see
+	// idList); finish builds usersByID and recountIDs from it.
+	idSet string
 	// The reads whose text differs: ids arrive as one JSON array
-	// parameter (see idList), pairs as an array of [follower, followee];
+	// parameter, pairs as an array of [follower, followee];
 	// followsExist also reads each follow's settings.
 	usersByID, userByName, listUsers, followsExist, blocksExist, mutualCounts string
+	// recountIDs applies the count rule to the users of a JSON array of ids.
+	recountIDs string
 
 	// pagesQuery and suggestionsQuery make one statement answering a batch
 	// of per-user queries. Each row's first column is the position of its
@@ -64,10 +69,18 @@ type dialect struct {
 func dialectFor(dsn string) (*dialect, string, error) {
 	switch {
 	case strings.HasPrefix(dsn, "sqlserver://"):
-		return sqlserverDialect(), dsn, nil
+		return sqlserverDialect().finish(), dsn, nil
 	case dsn == "":
 		return nil, "", errors.New("no database given")
 	default:
-		return sqliteDialect(), sqliteDSN(dsn), nil
+		return sqliteDialect().finish(), sqliteDSN(dsn), nil
 	}
+}
+
+// finish builds the statements that differ between dialects only in the
+// parts a dialect gives.
+func (d *dialect) finish() *dialect {
+	d.usersByID = `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id IN (` + d.idSet + `)`
+	d.recountIDs = recountUsers(d.idSet)
+	return d
 }

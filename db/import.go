@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -66,7 +68,9 @@ const importBatch = 300
 // lists the bad rows (ImportErrors). Users keep their ids. The follow
 // table's indexes and count triggers are set aside while rows go in and
 // rebuilt once at the end, which is what makes millions of rows a matter
-// of seconds. progress, if not nil, is told the follows loaded so far.
+// of seconds; then the counts of the users at either end of an imported
+// follow are recounted by the count rule (see counts.go). progress, if not
+// nil, is told the follows loaded so far.
 //
 // The import holds the database's write lock throughout: run it on a
 // database that is not serving writes.
@@ -85,8 +89,7 @@ func (s *Store) Import(ctx context.Context, userFile string, users iter.Seq2[Use
 		return ImportStats{}, fmt.Errorf("import: bulk import supports SQLite; import into a SQLite file and move it with export")
 	}
 	err := s.bulkTx(ctx, func(r runner) error {
-		// active[id] is false for a deactivated user, absent for none.
-		active, names, err := existingUsers(ctx, r)
+		ids, names, err := existingUsers(ctx, r)
 		if err != nil {
 			return err
 		}
@@ -96,7 +99,7 @@ func (s *Store) Import(ctx context.Context, userFile string, users iter.Seq2[Use
 				if !reject(err) {
 					return err
 				}
-			} else if _, ok := active[u.ID]; ok {
+			} else if ids[u.ID] {
 				bad = append(bad, &RowError{userFile, u.Line, fmt.Sprintf("user id %d exists already", u.ID)})
 			} else if names[strings.ToLower(u.Name)] {
 				bad = append(bad, &RowError{userFile, u.Line, fmt.Sprintf("name %q is taken", u.Name)})
@@ -107,7 +110,7 @@ func (s *Store) Import(ctx context.Context, userFile string, users iter.Seq2[Use
 				st.Users++
 			}
 			if u.ID > 0 {
-				active[u.ID] = true
+				ids[u.ID] = true
 				names[strings.ToLower(u.Name)] = true
 			}
 			if len(bad) >= maxImportErrors {
@@ -122,7 +125,9 @@ func (s *Store) Import(ctx context.Context, userFile string, users iter.Seq2[Use
 		if err != nil {
 			return err
 		}
-		followers, following := map[int64]int{}, map[int64]int{}
+		// touched are the users at either end of an imported follow: the
+		// ones whose counts the import changes.
+		touched := map[int64]bool{}
 		ins = newBatchInsert(ctx, r, `INSERT INTO Follows (FollowerId, FolloweeId, CreatedAt) VALUES `, 3)
 		ins.onFlushError = func(err error) error {
 			return findDuplicate(ctx, r, followFile, ins, err)
@@ -133,9 +138,9 @@ func (s *Store) Import(ctx context.Context, userFile string, users iter.Seq2[Use
 				if !reject(err) {
 					return err
 				}
-			case !exists(active, f.Follower):
+			case !ids[f.Follower]:
 				bad = append(bad, &RowError{followFile, f.Line, fmt.Sprintf("follower %d is not a user", f.Follower)})
-			case !exists(active, f.Followee):
+			case !ids[f.Followee]:
 				bad = append(bad, &RowError{followFile, f.Line, fmt.Sprintf("followee %d is not a user", f.Followee)})
 			case f.Follower == f.Followee:
 				bad = append(bad, &RowError{followFile, f.Line, "a user cannot follow itself"})
@@ -143,14 +148,7 @@ func (s *Store) Import(ctx context.Context, userFile string, users iter.Seq2[Use
 				if err := ins.add(f.Line, f.Follower, f.Followee, s.d.timeArg(f.At)); err != nil {
 					return err
 				}
-				// As the count triggers would: only an active other end
-				// counts.
-				if active[f.Follower] {
-					followers[f.Followee]++
-				}
-				if active[f.Followee] {
-					following[f.Follower]++
-				}
+				touched[f.Follower], touched[f.Followee] = true, true
 				st.Follows++
 				if progress != nil && st.Follows%50000 == 0 {
 					progress(st.Follows)
@@ -172,7 +170,9 @@ func (s *Store) Import(ctx context.Context, userFile string, users iter.Seq2[Use
 		if err := restore(); err != nil {
 			return err
 		}
-		return addCounts(ctx, r, followers, following)
+		// The set-aside triggers did not count the imported follows.
+		_, err = r.exec(ctx, s.d.recountIDs, idList(slices.Collect(maps.Keys(touched))))
+		return err
 	})
 	var ie ImportErrors
 	if errors.As(err, &ie) {
@@ -184,12 +184,11 @@ func (s *Store) Import(ctx context.Context, userFile string, users iter.Seq2[Use
 	return st, nil
 }
 
-// existingUsers returns the ids of the users there are, with whether each
-// is active (counts leave out deactivated users), and their names in
-// lower case.
+// existingUsers returns the ids of the users there are, and their names
+// in lower case.
 func existingUsers(ctx context.Context, r runner) (map[int64]bool, map[string]bool, error) {
 	ids, names := map[int64]bool{}, map[string]bool{}
-	rows, err := r.query(ctx, `SELECT Id, Name, CASE WHEN DeactivatedAt IS NULL THEN 1 ELSE 0 END FROM Users`)
+	rows, err := r.query(ctx, `SELECT Id, Name FROM Users`)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -197,18 +196,12 @@ func existingUsers(ctx context.Context, r runner) (map[int64]bool, map[string]bo
 	for rows.Next() {
 		var id int64
 		var name string
-		var active bool
-		if err := rows.Scan(&id, &name, &active); err != nil {
+		if err := rows.Scan(&id, &name); err != nil {
 			return nil, nil, err
 		}
-		ids[id], names[strings.ToLower(name)] = active, true
+		ids[id], names[strings.ToLower(name)] = true, true
 	}
 	return ids, names, rows.Err()
-}
-
-func exists(m map[int64]bool, id int64) bool {
-	_, ok := m[id]
-	return ok
 }
 
 // bulkTx runs fn in one transaction on a connection of its own, set up
@@ -235,23 +228,6 @@ func (s *Store) bulkTx(ctx context.Context, fn func(r runner) error) error {
 		return s.d.classify(err)
 	}
 	return s.runTx(tx, fn)
-}
-
-// addCounts adds the follows an import loaded to the kept counts, which
-// the set-aside triggers did not.
-func addCounts(ctx context.Context, r runner, followers, following map[int64]int) error {
-	for id := range following {
-		if _, ok := followers[id]; !ok {
-			followers[id] = 0
-		}
-	}
-	for id, n := range followers {
-		if _, err := r.exec(ctx, `UPDATE Users SET FollowerCount = FollowerCount + ?, FollowingCount = FollowingCount + ? WHERE Id = ?`,
-			n, following[id], id); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // findDuplicate runs after a batch of follows failed: it inserts the batch

@@ -74,7 +74,7 @@ WHERE true
 ON CONFLICT (FollowerId, FolloweeId) DO NOTHING
 RETURNING CreatedAt`,
 		insertUser: `INSERT INTO Users (Name) VALUES (?) RETURNING Id`,
-		usersByID:  `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id IN (SELECT value FROM json_each(?))`,
+		idSet:      `SELECT value FROM json_each(?)`,
 		userByName: `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Name = ? COLLATE NOCASE`,
 		listUsers:  `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id > ? AND ` + active("u") + ` ORDER BY u.Id LIMIT ?`,
 		followsExist: `SELECT f.FollowerId, f.FolloweeId, f.Muted, f.NotificationsEnabled FROM json_each(?) AS p

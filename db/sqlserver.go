@@ -48,7 +48,7 @@ INSERT INTO Follows (FollowerId, FolloweeId) OUTPUT INSERTED.CreatedAt INTO @t
 SELECT @p1, @p2 WHERE NOT EXISTS (SELECT 1 FROM Follows WITH (UPDLOCK, HOLDLOCK) WHERE FollowerId = @p1 AND FolloweeId = @p2);
 SELECT CreatedAt FROM @t;`,
 		insertUser: `INSERT INTO Users (Name) OUTPUT INSERTED.Id VALUES (?)`,
-		usersByID:  `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id IN (SELECT CAST(value AS int) FROM OPENJSON(?))`,
+		idSet:      `SELECT CAST(value AS int) FROM OPENJSON(?)`,
 		userByName: `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Name = ?`,
 		listUsers:  `SELECT TOP (@p2) ` + userColumns + ` FROM Users AS u WHERE u.Id > @p1 AND ` + active("u") + ` ORDER BY u.Id`,
 		followsExist: `SELECT f.FollowerId, f.FolloweeId, f.Muted, f.NotificationsEnabled FROM OPENJSON(?) WITH (a int '$[0]', b int '$[1]') AS p
