@@ -3,41 +3,47 @@ package db
 import (
 	"context"
 	"database/sql"
-	"encoding/csv"
 	"errors"
 	"fmt"
-	"io"
 	"iter"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
 
-// UserRow and FollowRow are rows read for a bulk import, with the line
-// they came from so that a bad one can be pointed at.
+// UserRow and FollowRow are the rows of a graph as Import takes them and
+// ExportUsers and ExportFollows yield them. Pos says where an imported row
+// came from, so that a bad one can be pointed at; exported rows have none.
 type (
 	UserRow struct {
-		Line int
+		Pos  Pos
 		ID   int64
 		Name string
 	}
 	FollowRow struct {
-		Line               int
+		Pos                Pos
 		Follower, Followee int64
 		At                 time.Time
 	}
 )
 
+// Pos is where a row came from: a file, or whatever its reader names, and
+// a line in it.
+type Pos struct {
+	File string
+	Line int
+}
+
+func (p Pos) String() string { return fmt.Sprintf("%s line %d", p.File, p.Line) }
+
 // RowError is a row an import refused.
 type RowError struct {
-	File   string
-	Line   int
+	Pos    Pos
 	Reason string
 }
 
-func (e *RowError) Error() string { return fmt.Sprintf("%s line %d: %s", e.File, e.Line, e.Reason) }
+func (e *RowError) Error() string { return e.Pos.String() + ": " + e.Reason }
 
 // ImportErrors are the bad rows of a refused import, the first
 // maxImportErrors of them.
@@ -74,7 +80,7 @@ const importBatch = 300
 //
 // The import holds the database's write lock throughout: run it on a
 // database that is not serving writes.
-func (s *Store) Import(ctx context.Context, userFile string, users iter.Seq2[UserRow, error], followFile string, follows iter.Seq2[FollowRow, error], progress func(follows int)) (ImportStats, error) {
+func (s *Store) Import(ctx context.Context, users iter.Seq2[UserRow, error], follows iter.Seq2[FollowRow, error], progress func(follows int)) (ImportStats, error) {
 	var st ImportStats
 	var bad ImportErrors
 	reject := func(err error) bool {
@@ -100,11 +106,11 @@ func (s *Store) Import(ctx context.Context, userFile string, users iter.Seq2[Use
 					return err
 				}
 			} else if ids[u.ID] {
-				bad = append(bad, &RowError{userFile, u.Line, fmt.Sprintf("user id %d exists already", u.ID)})
+				bad = append(bad, &RowError{u.Pos, fmt.Sprintf("user id %d exists already", u.ID)})
 			} else if names[strings.ToLower(u.Name)] {
-				bad = append(bad, &RowError{userFile, u.Line, fmt.Sprintf("name %q is taken", u.Name)})
+				bad = append(bad, &RowError{u.Pos, fmt.Sprintf("name %q is taken", u.Name)})
 			} else if len(bad) == 0 {
-				if err := ins.add(u.Line, u.ID, u.Name); err != nil {
+				if err := ins.add(u.Pos, u.ID, u.Name); err != nil {
 					return err
 				}
 				st.Users++
@@ -130,7 +136,7 @@ func (s *Store) Import(ctx context.Context, userFile string, users iter.Seq2[Use
 		touched := map[int64]bool{}
 		ins = newBatchInsert(ctx, r, `INSERT INTO Follows (FollowerId, FolloweeId, CreatedAt) VALUES `, 3)
 		ins.onFlushError = func(err error) error {
-			return findDuplicate(ctx, r, followFile, ins, err)
+			return findDuplicate(ctx, r, ins, err)
 		}
 		for f, err := range follows {
 			switch {
@@ -139,13 +145,13 @@ func (s *Store) Import(ctx context.Context, userFile string, users iter.Seq2[Use
 					return err
 				}
 			case !ids[f.Follower]:
-				bad = append(bad, &RowError{followFile, f.Line, fmt.Sprintf("follower %d is not a user", f.Follower)})
+				bad = append(bad, &RowError{f.Pos, fmt.Sprintf("follower %d is not a user", f.Follower)})
 			case !ids[f.Followee]:
-				bad = append(bad, &RowError{followFile, f.Line, fmt.Sprintf("followee %d is not a user", f.Followee)})
+				bad = append(bad, &RowError{f.Pos, fmt.Sprintf("followee %d is not a user", f.Followee)})
 			case f.Follower == f.Followee:
-				bad = append(bad, &RowError{followFile, f.Line, "a user cannot follow itself"})
+				bad = append(bad, &RowError{f.Pos, "a user cannot follow itself"})
 			case len(bad) == 0:
-				if err := ins.add(f.Line, f.Follower, f.Followee, s.d.timeArg(f.At)); err != nil {
+				if err := ins.add(f.Pos, f.Follower, f.Followee, s.d.timeArg(f.At)); err != nil {
 					return err
 				}
 				touched[f.Follower], touched[f.Followee] = true, true
@@ -233,7 +239,7 @@ func (s *Store) bulkTx(ctx context.Context, fn func(r runner) error) error {
 // findDuplicate runs after a batch of follows failed: it inserts the batch
 // row by row, inside a savepoint it then rolls back, to name the row at
 // fault.
-func findDuplicate(ctx context.Context, r runner, file string, b *batchInsert, batchErr error) error {
+func findDuplicate(ctx context.Context, r runner, b *batchInsert, batchErr error) error {
 	if !errors.Is(r.s.d.classify(batchErr), errDuplicate) {
 		return batchErr
 	}
@@ -241,11 +247,11 @@ func findDuplicate(ctx context.Context, r runner, file string, b *batchInsert, b
 		return err
 	}
 	defer r.tx.ExecContext(ctx, `ROLLBACK TO find_duplicate; RELEASE find_duplicate`)
-	for i, line := range b.lines {
+	for i, pos := range b.pos {
 		a := b.args[i*b.cols : (i+1)*b.cols]
 		if _, err := r.tx.ExecContext(ctx, r.s.d.rebind(b.text(1)), a...); err != nil {
 			if errors.Is(r.s.d.classify(err), errDuplicate) {
-				return ImportErrors{{file, line, fmt.Sprintf("follow %v -> %v is there already", a[0], a[1])}}
+				return ImportErrors{{pos, fmt.Sprintf("follow %v -> %v is there already", a[0], a[1])}}
 			}
 			return err
 		}
@@ -261,7 +267,7 @@ type batchInsert struct {
 	prefix       string
 	cols         int
 	args         []any
-	lines        []int // of the pending rows
+	pos          []Pos // of the pending rows
 	n            int
 	full         *sql.Stmt
 	onFlushError func(error) error
@@ -276,9 +282,9 @@ func (b *batchInsert) text(rows int) string {
 	return b.prefix + strings.TrimSuffix(strings.Repeat(row+",", rows), ",")
 }
 
-func (b *batchInsert) add(line int, vals ...any) error {
+func (b *batchInsert) add(pos Pos, vals ...any) error {
 	b.args = append(b.args, vals...)
-	b.lines = append(b.lines, line)
+	b.pos = append(b.pos, pos)
 	b.n++
 	if b.n < importBatch {
 		return nil
@@ -305,64 +311,53 @@ func (b *batchInsert) flush() error {
 	if err != nil && b.onFlushError != nil {
 		err = b.onFlushError(err)
 	}
-	b.args, b.lines, b.n = b.args[:0], b.lines[:0], 0
+	b.args, b.pos, b.n = b.args[:0], b.pos[:0], 0
 	return err
 }
 
-// ExportUsers writes every user as import reads them: a header, then
-// Id,Name by id. It returns how many it wrote.
-func (s *Store) ExportUsers(ctx context.Context, w io.Writer) (int, error) {
-	cw := csv.NewWriter(w)
-	cw.Write([]string{"Id", "Name"})
-	rows, err := s.read().query(ctx, `SELECT Id, Name FROM Users ORDER BY Id`)
-	if err != nil {
-		return 0, fmt.Errorf("export users: %w", err)
-	}
-	defer rows.Close()
-	n := 0
-	for rows.Next() {
-		var id int64
-		var name string
-		if err := rows.Scan(&id, &name); err != nil {
-			return n, fmt.Errorf("export users: %w", err)
-		}
-		cw.Write([]string{strconv.FormatInt(id, 10), name})
-		n++
-	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
-		return n, fmt.Errorf("export users: %w", err)
-	}
-	return n, rows.Err()
+// ExportUsers yields every user, by id.
+func (s *Store) ExportUsers(ctx context.Context) iter.Seq2[UserRow, error] {
+	return readAll(ctx, s, "read users", `SELECT Id, Name FROM Users ORDER BY Id`, func(rows *rows) (u UserRow, err error) {
+		err = rows.Scan(&u.ID, &u.Name)
+		return u, err
+	})
 }
 
-// ExportFollows writes every follow as import reads them: a header, then
-// FollowerId,FolloweeId,CreatedAt (UTC, seven fractional digits).
-func (s *Store) ExportFollows(ctx context.Context, w io.Writer) (int, error) {
-	cw := csv.NewWriter(w)
-	cw.Write([]string{"FollowerId", "FolloweeId", "CreatedAt"})
-	rows, err := s.read().query(ctx, `SELECT FollowerId, FolloweeId, CreatedAt FROM Follows ORDER BY FollowerId, FolloweeId`)
-	if err != nil {
-		return 0, fmt.Errorf("export follows: %w", err)
-	}
-	defer rows.Close()
-	n := 0
-	for rows.Next() {
-		var follower, followee int64
+// ExportFollows yields every follow, by follower and followee.
+func (s *Store) ExportFollows(ctx context.Context) iter.Seq2[FollowRow, error] {
+	return readAll(ctx, s, "read follows", `SELECT FollowerId, FolloweeId, CreatedAt FROM Follows ORDER BY FollowerId, FolloweeId`, func(rows *rows) (f FollowRow, err error) {
 		var raw any
-		if err := rows.Scan(&follower, &followee, &raw); err != nil {
-			return n, fmt.Errorf("export follows: %w", err)
+		if err := rows.Scan(&f.Follower, &f.Followee, &raw); err != nil {
+			return f, err
 		}
-		at, err := s.d.scanTime(raw)
+		f.At, err = s.d.scanTime(raw)
+		return f, err
+	})
+}
+
+// readAll yields the rows of a query as scan reads them, or the error,
+// wrapped with what, that ends them.
+func readAll[T any](ctx context.Context, s *Store, what, query string, scan func(*rows) (T, error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		rows, err := s.read().query(ctx, query)
 		if err != nil {
-			return n, fmt.Errorf("export follows: %w", err)
+			yield(zero, fmt.Errorf("%s: %w", what, err))
+			return
 		}
-		cw.Write([]string{strconv.FormatInt(follower, 10), strconv.FormatInt(followee, 10), at.Format("2006-01-02 15:04:05.0000000")})
-		n++
+		defer rows.Close()
+		for rows.Next() {
+			v, err := scan(rows)
+			if err != nil {
+				yield(zero, fmt.Errorf("%s: %w", what, err))
+				return
+			}
+			if !yield(v, nil) {
+				return
+			}
+		}
+		if err := rows.Err(); err != nil {
+			yield(zero, fmt.Errorf("%s: %w", what, err))
+		}
 	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
-		return n, fmt.Errorf("export follows: %w", err)
-	}
-	return n, rows.Err()
 }
