@@ -46,17 +46,25 @@ type Store struct {
 	db    *sql.DB
 	d     *dialect
 	stmts sync.Map // statement text -> *sql.Stmt
-	// OnStatement, if set before use, is told how long each statement
-	// took (for metrics).
-	OnStatement func(time.Duration)
+	// onStatement, if not nil, is told how long each statement took.
+	onStatement func(time.Duration)
 	// Adopted says what Open found and did to an existing EF Core
 	// database before migrating it (see adopt.go).
 	Adopted Plan
 }
 
+// Option sets up a Store as Open makes it.
+type Option func(*Store)
+
+// WithStatementHook has the store tell fn how long each statement took
+// (for metrics).
+func WithStatementHook(fn func(time.Duration)) Option {
+	return func(s *Store) { s.onStatement = fn }
+}
+
 // Open connects to the database named by dsn, applies any migrations not yet
 // applied, and returns the store. A dsn is a SQLite path or file: URI.
-func Open(ctx context.Context, dsn string) (*Store, error) {
+func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	d, connStr, err := dialectFor(dsn)
 	if err != nil {
 		return nil, err
@@ -74,6 +82,9 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	}
 	d.configure(sqlDB)
 	s := &Store{db: sqlDB, d: d}
+	for _, opt := range opts {
+		opt(s)
+	}
 	if s.Adopted, err = s.adoptExisting(ctx); err != nil {
 		sqlDB.Close()
 		return nil, err
@@ -152,14 +163,20 @@ func WithStats(ctx context.Context) (context.Context, *Stats) {
 	return context.WithValue(ctx, statsKey{}, st), st
 }
 
+// StatsFrom returns the Stats that WithStats put in ctx, or nil.
+func StatsFrom(ctx context.Context) *Stats {
+	st, _ := ctx.Value(statsKey{}).(*Stats)
+	return st
+}
+
 func (s *Store) record(ctx context.Context, start time.Time) {
 	d := time.Since(start)
-	if st, ok := ctx.Value(statsKey{}).(*Stats); ok {
+	if st := StatsFrom(ctx); st != nil {
 		st.queries.Add(1)
 		st.nanos.Add(int64(d))
 	}
-	if s.OnStatement != nil {
-		s.OnStatement(d)
+	if s.onStatement != nil {
+		s.onStatement(d)
 	}
 }
 
