@@ -63,7 +63,8 @@ func WithStatementHook(fn func(time.Duration)) Option {
 }
 
 // Open connects to the database named by dsn, applies any migrations not yet
-// applied, and returns the store. A dsn is a SQLite path or file: URI.
+// applied, and returns the store. A dsn is a sqlserver:// URL for SQL
+// Server, and otherwise a SQLite path or file: URI (see dialectFor).
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	d, connStr, err := dialectFor(dsn)
 	if err != nil {

@@ -46,8 +46,8 @@ type dialect struct {
 
 	// pagesQuery and suggestionsQuery make one statement answering a batch
 	// of per-user queries. Each row's first column is the position of its
-	// query in qs; then, for pages, the follow's CreatedAt and the other
-	// other user's columns (userColumns); for suggestions Via and the user.
+	// query in qs; then, for pages, the entry's CreatedAt and the other
+	// user's columns (userColumns); for suggestions Via and the user.
 	// A page asks for First+1 rows (the extra one tells that another page
 	// follows) and may get more, which the store drops.
 	pagesQuery       func(kind listKind, qs []PageQuery) (string, []any)
@@ -61,8 +61,8 @@ type dialect struct {
 	// not pay for foreign key lookups on each.
 	bulkSetup, bulkReset []string
 	// setAsideFollowIndexes, for a bulk import, drops the follow table's
-	// secondary indexes and count triggers and returns what restores them;
-	// nil where bulk import is not supported.
+	// secondary indexes and its triggers (the counts' among them) and
+	// returns what restores them; nil where bulk import is not supported.
 	setAsideFollowIndexes func(ctx context.Context, r runner) (restore func() error, err error)
 }
 

@@ -72,9 +72,9 @@ const importBatch = 300
 // Import bulk-loads users and then follows, in one transaction: either
 // every row goes in or, when any row is bad, none does, and the error
 // lists the bad rows (ImportErrors). Users keep their ids. The follow
-// table's indexes and count triggers are set aside while rows go in and
-// rebuilt once at the end, which is what makes millions of rows a matter
-// of seconds; then the counts of the users at either end of an imported
+// table's indexes and triggers are set aside while rows go in and rebuilt
+// once at the end, which is what makes millions of rows a matter of
+// seconds; then the counts of the users at either end of an imported
 // follow are recounted by the count rule (see counts.go). progress, if not
 // nil, is told the follows loaded so far.
 //

@@ -27,7 +27,7 @@ func sqliteDSN(dsn string) string {
 
 // sqliteTime is EF Core's TEXT form of a DateTime, always with seven
 // fractional digits so that comparing texts compares times.
-const sqliteTime = "2006-01-02 15:04:05.0000000"
+const sqliteTime = time.DateTime + ".0000000"
 
 func sqliteDialect() *dialect {
 	d := &dialect{
@@ -96,8 +96,9 @@ JOIN Blocks AS b ON b.BlockerId = p.value ->> 0 AND b.BlockedId = p.value ->> 1`
 
 func parseSQLiteTime(s string) (time.Time, error) {
 	// Rows written by other programs may carry fewer fractional digits or
-	// none; the layout's 9s accept any number of them.
-	t, err := time.Parse("2006-01-02 15:04:05.9999999", s)
+	// none: a layout without a fraction, as time.DateTime is, takes any
+	// number of them.
+	t, err := time.Parse(time.DateTime, s)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("parse CreatedAt %q: %w", s, err)
 	}
@@ -175,7 +176,8 @@ func pageBranch(tmpl string, after bool, limit int) string {
 // setAsideFollowIndexes drops the follow table's secondary indexes and
 // triggers, and returns what recreates them from their own saved SQL.
 // Building an index once from all rows is far faster than keeping it
-// through millions of inserts, and the counts are recounted at the end.
+// through millions of inserts; without the count triggers, Import
+// recounts the users it touched once the indexes are back.
 func sqliteSetAsideFollowIndexes(ctx context.Context, r runner) (restore func() error, err error) {
 	rows, err := r.query(ctx, `SELECT type, name, sql FROM sqlite_schema
 WHERE tbl_name = 'Follows' AND type IN ('index', 'trigger') AND sql IS NOT NULL`)

@@ -76,7 +76,7 @@ func openSQLServer(t *testing.T) *Store {
 		t.Fatalf("open SQL Server: %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
-	for _, q := range []string{`DELETE FROM Follows`, `DELETE FROM Users`} {
+	for _, q := range []string{`DELETE FROM Follows`, `DELETE FROM Blocks`, `DELETE FROM Users`} {
 		if _, err := s.db.Exec(q); err != nil {
 			t.Fatalf("empty the tables: %v", err)
 		}

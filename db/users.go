@@ -9,8 +9,8 @@ import (
 )
 
 // User is an account in the follower graph. Its Name is a unique handle.
-// The counts are kept on the row by triggers, so reading them never counts
-// follow rows.
+// The counts are kept on the row (by the count rule: see counts.go), so
+// reading them never counts follow rows.
 // A deactivated user keeps its rows but is left out of every list and
 // every other user's counts until it reactivates.
 type User struct {
