@@ -49,7 +49,7 @@ func newHandler(store *db.Store, tokens *auth.Tokens, c config, log *slog.Logger
 	gql.SetErrorPresenter(resolvers.ErrorPresenter(log))
 	gql.SetRecoverFunc(resolvers.Recover(log))
 	m := newMetrics()
-	_ = m.statement // TODO(issue 11): the api package passes this to db.Open (db.WithStatementHook); until then no statement is timed
+	db.WithStatementHook(m.statement)(store) // a bridge: the api package passes the hook to db.Open
 	res.OnBatch = m.batch
 	gql.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
 		start := time.Now()
