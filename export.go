@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"follows/db"
+	"follows/graphcsv"
 )
 
 // runExport writes a graph as the CSV files import reads, so that a graph
@@ -30,7 +31,9 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		return err
 	}
 	defer store.Close()
-	write := func(path string, fn func(w io.Writer) (int, error)) (int, error) {
+	// write makes the file at path with fn, saying what it was writing when
+	// that fails.
+	write := func(path, what string, fn func(w io.Writer) (int, error)) (int, error) {
 		f, err := os.Create(path)
 		if err != nil {
 			return 0, fmt.Errorf("export: %w", err)
@@ -43,13 +46,16 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
-		return n, err
+		if err != nil {
+			return n, fmt.Errorf("export %s: %w", what, err)
+		}
+		return n, nil
 	}
-	users, err := write(*usersPath, func(w io.Writer) (int, error) { return store.ExportUsers(ctx, w) })
+	users, err := write(*usersPath, "users", func(w io.Writer) (int, error) { return graphcsv.WriteUsers(w, store.ExportUsers(ctx)) })
 	if err != nil {
 		return err
 	}
-	follows, err := write(*followsPath, func(w io.Writer) (int, error) { return store.ExportFollows(ctx, w) })
+	follows, err := write(*followsPath, "follows", func(w io.Writer) (int, error) { return graphcsv.WriteFollows(w, store.ExportFollows(ctx)) })
 	if err != nil {
 		return err
 	}

@@ -2,17 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"follows/db"
+	"follows/graphcsv"
 )
 
 // runImport bulk-loads a graph from CSV files:
@@ -47,7 +45,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, get
 
 	start := time.Now()
 	report := progressReporter(stderr, start)
-	stats, err := store.Import(ctx, *usersPath, readUsers(*usersPath, uf), *followsPath, inBackground(readFollows(*followsPath, ff)), report)
+	stats, err := store.Import(ctx, graphcsv.ReadUsers(*usersPath, uf), inBackground(graphcsv.ReadFollows(*followsPath, ff)), report)
 	if err != nil {
 		return err
 	}
@@ -80,123 +78,6 @@ func progressReporter(w io.Writer, start time.Time) func(int) {
 			fmt.Fprintf(w, "\r%d follows, %.0f rows/s   ", n, rate)
 		} else {
 			fmt.Fprintf(w, "%d follows, %.0f rows/s\n", n, rate)
-		}
-	}
-}
-
-// csvRecord is a CSV record's fields and the line it starts on.
-type csvRecord struct {
-	line   int
-	fields []string
-}
-
-// csvRows yields the records of a CSV file after checking its header, or
-// the error of a record that is not right. A record that cannot be read
-// at all ends the file.
-func csvRows(name string, r io.Reader, header ...string) iter.Seq2[csvRecord, *db.RowError] {
-	return func(yield func(csvRecord, *db.RowError) bool) {
-		cr := csv.NewReader(r)
-		cr.FieldsPerRecord = -1
-		cr.ReuseRecord = true
-		rec, err := cr.Read()
-		if err != nil || !strings.EqualFold(strings.Join(trimAll(rec), ","), strings.Join(header, ",")) {
-			yield(csvRecord{}, &db.RowError{File: name, Line: 1, Reason: "the header must be " + strings.Join(header, ",")})
-			return
-		}
-		for {
-			rec, err := cr.Read()
-			if err == io.EOF {
-				return
-			}
-			line, _ := cr.FieldPos(0)
-			if err != nil {
-				yield(csvRecord{}, &db.RowError{File: name, Line: line, Reason: err.Error()})
-				return
-			}
-			if len(rec) != len(header) {
-				if !yield(csvRecord{}, &db.RowError{File: name, Line: line, Reason: fmt.Sprintf("%d fields, want %d", len(rec), len(header))}) {
-					return
-				}
-				continue
-			}
-			if !yield(csvRecord{line, trimAll(rec)}, nil) {
-				return
-			}
-		}
-	}
-}
-
-func trimAll(rec []string) []string {
-	for i := range rec {
-		rec[i] = strings.TrimSpace(rec[i])
-	}
-	return rec
-}
-
-// readUsers parses users.csv: Id,Name.
-func readUsers(name string, r io.Reader) iter.Seq2[db.UserRow, error] {
-	return func(yield func(db.UserRow, error) bool) {
-		for rec, bad := range csvRows(name, r, "Id", "Name") {
-			if bad != nil {
-				if !yield(db.UserRow{}, bad) {
-					return
-				}
-				continue
-			}
-			line, rec := rec.line, rec.fields
-			id, err := strconv.ParseInt(rec[0], 10, 64)
-			var reason string
-			switch {
-			case err != nil || id <= 0:
-				reason = fmt.Sprintf("Id %q is not a positive whole number", rec[0])
-			case !db.ValidName(rec[1]):
-				reason = fmt.Sprintf("Name %q is not a handle (%s)", rec[1], db.NameRule)
-			}
-			if reason != "" {
-				if !yield(db.UserRow{}, &db.RowError{File: name, Line: line, Reason: reason}) {
-					return
-				}
-				continue
-			}
-			if !yield(db.UserRow{Line: line, ID: id, Name: rec[1]}, nil) {
-				return
-			}
-		}
-	}
-}
-
-// readFollows parses follows.csv: FollowerId,FolloweeId,CreatedAt.
-func readFollows(name string, r io.Reader) iter.Seq2[db.FollowRow, error] {
-	return func(yield func(db.FollowRow, error) bool) {
-		for rec, bad := range csvRows(name, r, "FollowerId", "FolloweeId", "CreatedAt") {
-			if bad != nil {
-				if !yield(db.FollowRow{}, bad) {
-					return
-				}
-				continue
-			}
-			line, rec := rec.line, rec.fields
-			follower, err1 := strconv.ParseInt(rec[0], 10, 64)
-			followee, err2 := strconv.ParseInt(rec[1], 10, 64)
-			at, err3 := time.Parse("2006-01-02 15:04:05.999999999", rec[2])
-			var reason string
-			switch {
-			case err1 != nil || follower <= 0:
-				reason = fmt.Sprintf("FollowerId %q is not a positive whole number", rec[0])
-			case err2 != nil || followee <= 0:
-				reason = fmt.Sprintf("FolloweeId %q is not a positive whole number", rec[1])
-			case err3 != nil:
-				reason = fmt.Sprintf("CreatedAt %q is not YYYY-MM-DD HH:MM:SS[.ffffff]", rec[2])
-			}
-			if reason != "" {
-				if !yield(db.FollowRow{}, &db.RowError{File: name, Line: line, Reason: reason}) {
-					return
-				}
-				continue
-			}
-			if !yield(db.FollowRow{Line: line, Follower: follower, Followee: followee, At: at}, nil) {
-				return
-			}
 		}
 	}
 }

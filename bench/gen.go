@@ -12,6 +12,9 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"follows/db"
+	"follows/graphcsv"
 )
 
 // graphSizes are the named sizes of generated graph.
@@ -64,48 +67,52 @@ func generate(n int, seed uint64, dir string) (genStats, error) {
 		cum[i] = total
 	}
 
-	uf, err := create(filepath.Join(dir, "users.csv"))
-	if err != nil {
-		return genStats{}, err
+	users := func(yield func(db.UserRow, error) bool) {
+		for id := 1; id <= n; id++ {
+			if !yield(db.UserRow{ID: int64(id), Name: fmt.Sprintf("user%06d", id)}, nil) {
+				return
+			}
+		}
 	}
-	fmt.Fprintln(uf, "Id,Name")
-	for id := 1; id <= n; id++ {
-		fmt.Fprintf(uf, "%d,user%06d\n", id, id)
-	}
-	if err := uf.close(); err != nil {
+	if err := writeFile(filepath.Join(dir, "users.csv"), func(w io.Writer) error {
+		_, err := graphcsv.WriteUsers(w, users)
+		return err
+	}); err != nil {
 		return genStats{}, err
 	}
 
-	ff, err := create(filepath.Join(dir, "follows.csv"))
-	if err != nil {
-		return genStats{}, err
-	}
-	fmt.Fprintln(ff, "FollowerId,FolloweeId,CreatedAt")
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	span := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC).Sub(start)
 	followers := make([]int, n+1)
 	outs := make([]int, 0, n)
 	var st genStats
-	chosen := map[int]bool{}
-	for follower := 1; follower <= n; follower++ {
-		d := int(math.Round(math.Exp(math.Log(20) + rng.NormFloat64())))
-		d = min(d, n/2, 5000)
-		clear(chosen)
-		for tries := 0; len(chosen) < d && tries < 20*d; tries++ {
-			r := sort.SearchFloat64s(cum, rng.Float64()*total)
-			followee := rank[min(r, n-1)] + 1
-			if followee == follower || chosen[followee] {
-				continue
+	follows := func(yield func(db.FollowRow, error) bool) {
+		chosen := map[int]bool{}
+		for follower := 1; follower <= n; follower++ {
+			d := int(math.Round(math.Exp(math.Log(20) + rng.NormFloat64())))
+			d = min(d, n/2, 5000)
+			clear(chosen)
+			for tries := 0; len(chosen) < d && tries < 20*d; tries++ {
+				r := sort.SearchFloat64s(cum, rng.Float64()*total)
+				followee := rank[min(r, n-1)] + 1
+				if followee == follower || chosen[followee] {
+					continue
+				}
+				chosen[followee] = true
+				at := start.Add(time.Duration(rng.Int64N(int64(span))).Truncate(time.Microsecond))
+				if !yield(db.FollowRow{Follower: int64(follower), Followee: int64(followee), At: at}, nil) {
+					return
+				}
+				followers[followee]++
 			}
-			chosen[followee] = true
-			at := start.Add(time.Duration(rng.Int64N(int64(span))).Truncate(time.Microsecond))
-			fmt.Fprintf(ff, "%d,%d,%s\n", follower, followee, at.Format("2006-01-02 15:04:05.000000"))
-			followers[followee]++
+			st.follows += len(chosen)
+			outs = append(outs, len(chosen))
 		}
-		st.follows += len(chosen)
-		outs = append(outs, len(chosen))
 	}
-	if err := ff.close(); err != nil {
+	if err := writeFile(filepath.Join(dir, "follows.csv"), func(w io.Writer) error {
+		_, err := graphcsv.WriteFollows(w, follows)
+		return err
+	}); err != nil {
 		return genStats{}, err
 	}
 	for id, c := range followers {
@@ -118,23 +125,19 @@ func generate(n int, seed uint64, dir string) (genStats, error) {
 	return st, nil
 }
 
-type csvFile struct {
-	*bufio.Writer
-	f *os.File
-}
-
-func create(path string) (*csvFile, error) {
+// writeFile makes the file at path with fn, through a large buffer.
+func writeFile(path string, fn func(w io.Writer) error) error {
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, err
-	}
-	return &csvFile{bufio.NewWriterSize(f, 1<<20), f}, nil
-}
-
-func (c *csvFile) close() error {
-	if err := c.Flush(); err != nil {
-		c.f.Close()
 		return err
 	}
-	return c.f.Close()
+	w := bufio.NewWriterSize(f, 1<<20)
+	err = fn(w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

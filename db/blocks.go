@@ -96,25 +96,28 @@ func (s *Store) BlocksExist(ctx context.Context, pairs []Pair) ([]bool, error) {
 }
 
 const (
-	// A user's counts leave out deactivated users, so deactivating one
-	// takes it out of the counts of everyone it follows and everyone who
-	// follows it, and reactivating puts it back.
-	deactivateUser  = `UPDATE Users SET DeactivatedAt = ? WHERE Id = ? AND DeactivatedAt IS NULL`
-	reactivateUser  = `UPDATE Users SET DeactivatedAt = NULL WHERE Id = ? AND DeactivatedAt IS NOT NULL`
-	adjustFollowees = `UPDATE Users SET FollowerCount = FollowerCount + ? WHERE Id IN (SELECT FolloweeId FROM Follows WHERE FollowerId = ?)`
-	adjustFollowers = `UPDATE Users SET FollowingCount = FollowingCount + ? WHERE Id IN (SELECT FollowerId FROM Follows WHERE FolloweeId = ?)`
-	selectUserByID  = `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id = ?`
+	deactivateUser = `UPDATE Users SET DeactivatedAt = ? WHERE Id = ? AND DeactivatedAt IS NULL`
+	reactivateUser = `UPDATE Users SET DeactivatedAt = NULL WHERE Id = ? AND DeactivatedAt IS NOT NULL`
+	selectUserByID = `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id = ?`
 )
 
-// SetDeactivated deactivates a user (or reactivates it, with false) and
-// moves the counts of the users around it in the same transaction. Rows are
-// kept, so reactivation restores every list and count as it was, follow
-// dates included. changed is false when the user was already in that state.
+// SetDeactivated deactivates a user (or reactivates it, with false) and,
+// in the same transaction, recounts the users around it: counts leave out
+// deactivated users, so deactivating one takes it out of the counts of
+// everyone it follows and everyone who follows it, and reactivating puts
+// it back. Rows are kept, so reactivation restores every list and count as
+// it was, follow dates included. changed is false when the user was
+// already in that state.
+//
+// The recount reads the lists of everyone around the account, where
+// adjusting each count by one did not: for the most followed account of
+// the benchmark graph (30,000 followers) it holds the write lock about 2 s
+// rather than 0.3 s. Deactivation is rare; one rule is worth it.
 func (s *Store) SetDeactivated(ctx context.Context, id int64, deactivated bool) (u User, changed bool, err error) {
 	err = s.inTx(ctx, func(r runner) error {
-		stmt, args, delta := reactivateUser, []any{id}, 1
+		stmt, args := reactivateUser, []any{id}
 		if deactivated {
-			stmt, args, delta = deactivateUser, []any{s.d.timeArg(nowUTC()), id}, -1
+			stmt, args = deactivateUser, []any{s.d.timeArg(nowUTC()), id}
 		}
 		res, err := r.exec(ctx, stmt, args...)
 		if err != nil {
@@ -125,10 +128,7 @@ func (s *Store) SetDeactivated(ctx context.Context, id int64, deactivated bool) 
 			return err
 		}
 		if changed = n > 0; changed {
-			if _, err := r.exec(ctx, adjustFollowees, delta, id); err != nil {
-				return err
-			}
-			if _, err := r.exec(ctx, adjustFollowers, delta, id); err != nil {
+			if _, err := r.exec(ctx, recountAround, id, id, id); err != nil {
 				return err
 			}
 		}

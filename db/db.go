@@ -32,6 +32,9 @@ var (
 	// errRetry marks a transaction that lost a race (a deadlock, a
 	// duplicate key) and may succeed if run again.
 	errRetry = errors.New("transaction lost a race")
+	// errDuplicate marks an insert refused because a row with its primary
+	// key exists already (a follow or block of the same pair, a user id).
+	errDuplicate = errors.New("a row with that key exists already")
 )
 
 // maxTxAttempts bounds how often a transaction that lost a race is run.
@@ -43,9 +46,8 @@ type Store struct {
 	db    *sql.DB
 	d     *dialect
 	stmts sync.Map // statement text -> *sql.Stmt
-	// OnStatement, if set before use, is told how long each statement
-	// took (for metrics).
-	OnStatement func(time.Duration)
+	// onStatement, if not nil, is told how long each statement took.
+	onStatement func(time.Duration)
 	// Adopted says what Open found and did to an existing EF Core
 	// database before migrating it (see adopt.go).
 	Adopted Plan
@@ -57,11 +59,12 @@ type Option func(*Store)
 // WithStatementHook has the store tell fn how long each statement took
 // (for metrics).
 func WithStatementHook(fn func(time.Duration)) Option {
-	return func(s *Store) { s.OnStatement = fn }
+	return func(s *Store) { s.onStatement = fn }
 }
 
 // Open connects to the database named by dsn, applies any migrations not yet
-// applied, and returns the store. A dsn is a SQLite path or file: URI.
+// applied, and returns the store. A dsn is a sqlserver:// URL for SQL
+// Server, and otherwise a SQLite path or file: URI (see dialectFor).
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	d, connStr, err := dialectFor(dsn)
 	if err != nil {
@@ -107,7 +110,7 @@ func (s *Store) writeStatements() []string {
 	return []string{s.d.insertFollow, s.d.insertUser, deleteFollow,
 		selectPairUsers, deleteUserFollows, deleteUserBlocks, deleteUser, countPairBlocks,
 		updateFollow, selectFollow, insertBlock, deletePairFollows, deleteBlock,
-		deactivateUser, reactivateUser, adjustFollowees, adjustFollowers, selectUserByID}
+		deactivateUser, reactivateUser, recountAround, selectUserByID}
 }
 
 // Close releases the prepared statements and the connection pool.
@@ -169,12 +172,12 @@ func StatsFrom(ctx context.Context) *Stats {
 
 func (s *Store) record(ctx context.Context, start time.Time) {
 	d := time.Since(start)
-	if st, ok := ctx.Value(statsKey{}).(*Stats); ok {
+	if st := StatsFrom(ctx); st != nil {
 		st.queries.Add(1)
 		st.nanos.Add(int64(d))
 	}
-	if s.OnStatement != nil {
-		s.OnStatement(d)
+	if s.onStatement != nil {
+		s.onStatement(d)
 	}
 }
 
@@ -310,9 +313,14 @@ func (s *Store) inTx(ctx context.Context, fn func(r runner) error) error {
 	}
 }
 
+// runTx runs fn in tx and commits when fn returns nil. The deferred
+// Rollback (a no-op after Commit) ends the transaction on every other way
+// out, a panic in fn included: otherwise the transaction, and on SQLite the
+// write lock, would stay held until its context ended, which for a
+// background context is never.
 func (s *Store) runTx(tx *sql.Tx, fn func(r runner) error) error {
+	defer tx.Rollback()
 	if err := fn(runner{s: s, tx: tx}); err != nil {
-		tx.Rollback()
 		return s.d.classify(err)
 	}
 	if err := tx.Commit(); err != nil {

@@ -34,15 +34,20 @@ type dialect struct {
 	insertFollow string
 	// insertUser inserts a user by Name and returns its Id.
 	insertUser string
+	// idSet selects, as one column, the ids of a JSON array parameter (see
+	// idList); finish builds usersByID and recountIDs from it.
+	idSet string
 	// The reads whose text differs: ids arrive as one JSON array
-	// parameter (see idList), pairs as an array of [follower, followee];
+	// parameter, pairs as an array of [follower, followee];
 	// followsExist also reads each follow's settings.
 	usersByID, userByName, listUsers, followsExist, blocksExist, mutualCounts string
+	// recountIDs applies the count rule to the users of a JSON array of ids.
+	recountIDs string
 
 	// pagesQuery and suggestionsQuery make one statement answering a batch
 	// of per-user queries. Each row's first column is the position of its
-	// query in qs; then, for pages, the follow's CreatedAt and the other
-	// other user's columns (userColumns); for suggestions Via and the user.
+	// query in qs; then, for pages, the entry's CreatedAt and the other
+	// user's columns (userColumns); for suggestions Via and the user.
 	// A page asks for First+1 rows (the extra one tells that another page
 	// follows) and may get more, which the store drops.
 	pagesQuery       func(kind listKind, qs []PageQuery) (string, []any)
@@ -56,18 +61,26 @@ type dialect struct {
 	// not pay for foreign key lookups on each.
 	bulkSetup, bulkReset []string
 	// setAsideFollowIndexes, for a bulk import, drops the follow table's
-	// secondary indexes and count triggers and returns what restores them;
-	// nil where bulk import is not supported.
+	// secondary indexes and its triggers (the counts' among them) and
+	// returns what restores them; nil where bulk import is not supported.
 	setAsideFollowIndexes func(ctx context.Context, r runner) (restore func() error, err error)
 }
 
 func dialectFor(dsn string) (*dialect, string, error) {
 	switch {
 	case strings.HasPrefix(dsn, "sqlserver://"):
-		return sqlserverDialect(), dsn, nil
+		return sqlserverDialect().finish(), dsn, nil
 	case dsn == "":
 		return nil, "", errors.New("no database given")
 	default:
-		return sqliteDialect(), sqliteDSN(dsn), nil
+		return sqliteDialect().finish(), sqliteDSN(dsn), nil
 	}
+}
+
+// finish builds the statements that differ between dialects only in the
+// parts a dialect gives.
+func (d *dialect) finish() *dialect {
+	d.usersByID = `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id IN (` + d.idSet + `)`
+	d.recountIDs = recountUsers(d.idSet)
+	return d
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	mssql "github.com/microsoft/go-mssqldb"
 )
@@ -76,6 +77,7 @@ func TestClassifySQLServer(t *testing.T) {
 		want error
 	}{
 		{"duplicate follow", mssql.Error{Number: 2627, Message: "Violation of PRIMARY KEY constraint 'PK_Follows'. Cannot insert duplicate key in object 'dbo.Follows'."}, errRetry},
+		{"duplicate follow is a duplicate", mssql.Error{Number: 2627, Message: "Violation of PRIMARY KEY constraint 'PK_Follows'. Cannot insert duplicate key in object 'dbo.Follows'."}, errDuplicate},
 		{"name taken", mssql.Error{Number: 2601, Message: "Cannot insert duplicate key row in object 'dbo.Users' with unique index 'IX_Users_Name'."}, ErrNameTaken},
 		{"self-follow", mssql.Error{Number: 547, Message: "The INSERT statement conflicted with the CHECK constraint \"CK_Follows_NoSelfFollow\"."}, ErrSelfFollow},
 		{"missing user", mssql.Error{Number: 547, Message: "The INSERT statement conflicted with the FOREIGN KEY constraint \"FK_Follows_Users_FolloweeId\"."}, ErrNotFound},
@@ -107,6 +109,10 @@ func TestClassifySQLite(t *testing.T) {
 	s := openTestStore(t)
 	ctx := context.Background()
 	a, _ := s.CreateUser(ctx, "a")
+	b, _ := s.CreateUser(ctx, "b")
+	if _, err := s.Follow(ctx, a.ID, b.ID); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name, stmt string
 		args       []any
@@ -115,6 +121,8 @@ func TestClassifySQLite(t *testing.T) {
 		{"self-follow", `INSERT INTO Follows (FollowerId, FolloweeId) VALUES (?, ?)`, []any{a.ID, a.ID}, ErrSelfFollow},
 		{"missing user", `INSERT INTO Follows (FollowerId, FolloweeId) VALUES (?, ?)`, []any{a.ID, 999}, ErrNotFound},
 		{"name taken", `INSERT INTO Users (Name) VALUES (?)`, []any{"A"}, ErrNameTaken},
+		{"duplicate follow", `INSERT INTO Follows (FollowerId, FolloweeId) VALUES (?, ?)`, []any{a.ID, b.ID}, errDuplicate},
+		{"duplicate user id", `INSERT INTO Users (Id, Name) VALUES (?, ?)`, []any{a.ID, "c"}, errDuplicate},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -148,5 +156,33 @@ func TestTransactionRetry(t *testing.T) {
 		if runs != tc.wantRuns || (tc.failures < maxTxAttempts) != (err == nil) {
 			t.Errorf("%d failures: %d runs, err %v; want %d runs", tc.failures, runs, err, tc.wantRuns)
 		}
+	}
+}
+
+// A transaction whose function panics is rolled back: the next write gets
+// the write lock at once rather than waiting for a transaction nobody
+// will end.
+func TestTransactionPanicReleasesTheLock(t *testing.T) {
+	s := openTestStore(t)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the panic did not reach the caller")
+			}
+		}()
+		s.inTx(context.Background(), func(r runner) error {
+			if _, err := r.exec(context.Background(), s.d.insertUser, "ghost"); err != nil {
+				t.Fatal(err)
+			}
+			panic("in the middle of a transaction")
+		})
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if _, err := s.CreateUser(ctx, "next"); err != nil {
+		t.Fatalf("a write after the panic: %v", err)
+	}
+	if _, err := s.UserByName(context.Background(), "ghost"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the panicking transaction's user: %v, want ErrNotFound (rolled back)", err)
 	}
 }

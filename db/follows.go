@@ -67,8 +67,11 @@ func (s *Store) Follow(ctx context.Context, follower, followee int64) (Follow, e
 			return err
 		}
 		if !f.Already {
-			// What the count triggers just did; the transaction holds the
-			// write lock, so nothing else moved the counts meanwhile.
+			// What the count triggers just did. On SQLite the transaction
+			// holds the write lock from its start, so nothing else moved
+			// the counts meanwhile; on SQL Server a concurrent follow of
+			// either user may have, and the counts are as this transaction
+			// read them plus its own follow.
 			f.Follower.FollowingCount++
 			f.Followee.FollowerCount++
 		}

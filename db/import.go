@@ -3,39 +3,47 @@ package db
 import (
 	"context"
 	"database/sql"
-	"encoding/csv"
 	"errors"
 	"fmt"
-	"io"
 	"iter"
-	"strconv"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 )
 
-// UserRow and FollowRow are rows read for a bulk import, with the line
-// they came from so that a bad one can be pointed at.
+// UserRow and FollowRow are the rows of a graph as Import takes them and
+// ExportUsers and ExportFollows yield them. Pos says where an imported row
+// came from, so that a bad one can be pointed at; exported rows have none.
 type (
 	UserRow struct {
-		Line int
+		Pos  Pos
 		ID   int64
 		Name string
 	}
 	FollowRow struct {
-		Line               int
+		Pos                Pos
 		Follower, Followee int64
 		At                 time.Time
 	}
 )
 
+// Pos is where a row came from: a file, or whatever its reader names, and
+// a line in it.
+type Pos struct {
+	File string
+	Line int
+}
+
+func (p Pos) String() string { return fmt.Sprintf("%s line %d", p.File, p.Line) }
+
 // RowError is a row an import refused.
 type RowError struct {
-	File   string
-	Line   int
+	Pos    Pos
 	Reason string
 }
 
-func (e *RowError) Error() string { return fmt.Sprintf("%s line %d: %s", e.File, e.Line, e.Reason) }
+func (e *RowError) Error() string { return e.Pos.String() + ": " + e.Reason }
 
 // ImportErrors are the bad rows of a refused import, the first
 // maxImportErrors of them.
@@ -64,13 +72,15 @@ const importBatch = 300
 // Import bulk-loads users and then follows, in one transaction: either
 // every row goes in or, when any row is bad, none does, and the error
 // lists the bad rows (ImportErrors). Users keep their ids. The follow
-// table's indexes and count triggers are set aside while rows go in and
-// rebuilt once at the end, which is what makes millions of rows a matter
-// of seconds. progress, if not nil, is told the follows loaded so far.
+// table's indexes and triggers are set aside while rows go in and rebuilt
+// once at the end, which is what makes millions of rows a matter of
+// seconds; then the counts of the users at either end of an imported
+// follow are recounted by the count rule (see counts.go). progress, if not
+// nil, is told the follows loaded so far.
 //
 // The import holds the database's write lock throughout: run it on a
 // database that is not serving writes.
-func (s *Store) Import(ctx context.Context, userFile string, users iter.Seq2[UserRow, error], followFile string, follows iter.Seq2[FollowRow, error], progress func(follows int)) (ImportStats, error) {
+func (s *Store) Import(ctx context.Context, users iter.Seq2[UserRow, error], follows iter.Seq2[FollowRow, error], progress func(follows int)) (ImportStats, error) {
 	var st ImportStats
 	var bad ImportErrors
 	reject := func(err error) bool {
@@ -85,8 +95,7 @@ func (s *Store) Import(ctx context.Context, userFile string, users iter.Seq2[Use
 		return ImportStats{}, fmt.Errorf("import: bulk import supports SQLite; import into a SQLite file and move it with export")
 	}
 	err := s.bulkTx(ctx, func(r runner) error {
-		// active[id] is false for a deactivated user, absent for none.
-		active, names, err := existingUsers(ctx, r)
+		ids, names, err := existingUsers(ctx, r)
 		if err != nil {
 			return err
 		}
@@ -96,18 +105,18 @@ func (s *Store) Import(ctx context.Context, userFile string, users iter.Seq2[Use
 				if !reject(err) {
 					return err
 				}
-			} else if _, ok := active[u.ID]; ok {
-				bad = append(bad, &RowError{userFile, u.Line, fmt.Sprintf("user id %d exists already", u.ID)})
+			} else if ids[u.ID] {
+				bad = append(bad, &RowError{u.Pos, fmt.Sprintf("user id %d exists already", u.ID)})
 			} else if names[strings.ToLower(u.Name)] {
-				bad = append(bad, &RowError{userFile, u.Line, fmt.Sprintf("name %q is taken", u.Name)})
+				bad = append(bad, &RowError{u.Pos, fmt.Sprintf("name %q is taken", u.Name)})
 			} else if len(bad) == 0 {
-				if err := ins.add(u.Line, u.ID, u.Name); err != nil {
+				if err := ins.add(u.Pos, u.ID, u.Name); err != nil {
 					return err
 				}
 				st.Users++
 			}
 			if u.ID > 0 {
-				active[u.ID] = true
+				ids[u.ID] = true
 				names[strings.ToLower(u.Name)] = true
 			}
 			if len(bad) >= maxImportErrors {
@@ -122,10 +131,12 @@ func (s *Store) Import(ctx context.Context, userFile string, users iter.Seq2[Use
 		if err != nil {
 			return err
 		}
-		followers, following := map[int64]int{}, map[int64]int{}
+		// touched are the users at either end of an imported follow: the
+		// ones whose counts the import changes.
+		touched := map[int64]bool{}
 		ins = newBatchInsert(ctx, r, `INSERT INTO Follows (FollowerId, FolloweeId, CreatedAt) VALUES `, 3)
 		ins.onFlushError = func(err error) error {
-			return findDuplicate(ctx, r, followFile, ins, err)
+			return findDuplicate(ctx, r, ins, err)
 		}
 		for f, err := range follows {
 			switch {
@@ -133,24 +144,17 @@ func (s *Store) Import(ctx context.Context, userFile string, users iter.Seq2[Use
 				if !reject(err) {
 					return err
 				}
-			case !exists(active, f.Follower):
-				bad = append(bad, &RowError{followFile, f.Line, fmt.Sprintf("follower %d is not a user", f.Follower)})
-			case !exists(active, f.Followee):
-				bad = append(bad, &RowError{followFile, f.Line, fmt.Sprintf("followee %d is not a user", f.Followee)})
+			case !ids[f.Follower]:
+				bad = append(bad, &RowError{f.Pos, fmt.Sprintf("follower %d is not a user", f.Follower)})
+			case !ids[f.Followee]:
+				bad = append(bad, &RowError{f.Pos, fmt.Sprintf("followee %d is not a user", f.Followee)})
 			case f.Follower == f.Followee:
-				bad = append(bad, &RowError{followFile, f.Line, "a user cannot follow itself"})
+				bad = append(bad, &RowError{f.Pos, "a user cannot follow itself"})
 			case len(bad) == 0:
-				if err := ins.add(f.Line, f.Follower, f.Followee, s.d.timeArg(f.At)); err != nil {
+				if err := ins.add(f.Pos, f.Follower, f.Followee, s.d.timeArg(f.At)); err != nil {
 					return err
 				}
-				// As the count triggers would: only an active other end
-				// counts.
-				if active[f.Follower] {
-					followers[f.Followee]++
-				}
-				if active[f.Followee] {
-					following[f.Follower]++
-				}
+				touched[f.Follower], touched[f.Followee] = true, true
 				st.Follows++
 				if progress != nil && st.Follows%50000 == 0 {
 					progress(st.Follows)
@@ -172,7 +176,9 @@ func (s *Store) Import(ctx context.Context, userFile string, users iter.Seq2[Use
 		if err := restore(); err != nil {
 			return err
 		}
-		return addCounts(ctx, r, followers, following)
+		// The set-aside triggers did not count the imported follows.
+		_, err = r.exec(ctx, s.d.recountIDs, idList(slices.Collect(maps.Keys(touched))))
+		return err
 	})
 	var ie ImportErrors
 	if errors.As(err, &ie) {
@@ -184,12 +190,11 @@ func (s *Store) Import(ctx context.Context, userFile string, users iter.Seq2[Use
 	return st, nil
 }
 
-// existingUsers returns the ids of the users there are, with whether each
-// is active (counts leave out deactivated users), and their names in
-// lower case.
+// existingUsers returns the ids of the users there are, and their names
+// in lower case.
 func existingUsers(ctx context.Context, r runner) (map[int64]bool, map[string]bool, error) {
 	ids, names := map[int64]bool{}, map[string]bool{}
-	rows, err := r.query(ctx, `SELECT Id, Name, CASE WHEN DeactivatedAt IS NULL THEN 1 ELSE 0 END FROM Users`)
+	rows, err := r.query(ctx, `SELECT Id, Name FROM Users`)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -197,18 +202,12 @@ func existingUsers(ctx context.Context, r runner) (map[int64]bool, map[string]bo
 	for rows.Next() {
 		var id int64
 		var name string
-		var active bool
-		if err := rows.Scan(&id, &name, &active); err != nil {
+		if err := rows.Scan(&id, &name); err != nil {
 			return nil, nil, err
 		}
-		ids[id], names[strings.ToLower(name)] = active, true
+		ids[id], names[strings.ToLower(name)] = true, true
 	}
 	return ids, names, rows.Err()
-}
-
-func exists(m map[int64]bool, id int64) bool {
-	_, ok := m[id]
-	return ok
 }
 
 // bulkTx runs fn in one transaction on a connection of its own, set up
@@ -237,48 +236,27 @@ func (s *Store) bulkTx(ctx context.Context, fn func(r runner) error) error {
 	return s.runTx(tx, fn)
 }
 
-// addCounts adds the follows an import loaded to the kept counts, which
-// the set-aside triggers did not.
-func addCounts(ctx context.Context, r runner, followers, following map[int64]int) error {
-	for id := range following {
-		if _, ok := followers[id]; !ok {
-			followers[id] = 0
-		}
-	}
-	for id, n := range followers {
-		if _, err := r.exec(ctx, `UPDATE Users SET FollowerCount = FollowerCount + ?, FollowingCount = FollowingCount + ? WHERE Id = ?`,
-			n, following[id], id); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // findDuplicate runs after a batch of follows failed: it inserts the batch
 // row by row, inside a savepoint it then rolls back, to name the row at
 // fault.
-func findDuplicate(ctx context.Context, r runner, file string, b *batchInsert, batchErr error) error {
-	if !isConstraint(batchErr) {
+func findDuplicate(ctx context.Context, r runner, b *batchInsert, batchErr error) error {
+	if !errors.Is(r.s.d.classify(batchErr), errDuplicate) {
 		return batchErr
 	}
 	if _, err := r.tx.ExecContext(ctx, `SAVEPOINT find_duplicate`); err != nil {
 		return err
 	}
 	defer r.tx.ExecContext(ctx, `ROLLBACK TO find_duplicate; RELEASE find_duplicate`)
-	for i, line := range b.lines {
+	for i, pos := range b.pos {
 		a := b.args[i*b.cols : (i+1)*b.cols]
 		if _, err := r.tx.ExecContext(ctx, r.s.d.rebind(b.text(1)), a...); err != nil {
-			if isConstraint(err) {
-				return ImportErrors{{file, line, fmt.Sprintf("follow %v -> %v is there already", a[0], a[1])}}
+			if errors.Is(r.s.d.classify(err), errDuplicate) {
+				return ImportErrors{{pos, fmt.Sprintf("follow %v -> %v is there already", a[0], a[1])}}
 			}
 			return err
 		}
 	}
 	return batchErr
-}
-
-func isConstraint(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "constraint failed")
 }
 
 // batchInsert gathers rows and inserts them importBatch at a time with one
@@ -289,7 +267,7 @@ type batchInsert struct {
 	prefix       string
 	cols         int
 	args         []any
-	lines        []int // of the pending rows
+	pos          []Pos // of the pending rows
 	n            int
 	full         *sql.Stmt
 	onFlushError func(error) error
@@ -304,9 +282,9 @@ func (b *batchInsert) text(rows int) string {
 	return b.prefix + strings.TrimSuffix(strings.Repeat(row+",", rows), ",")
 }
 
-func (b *batchInsert) add(line int, vals ...any) error {
+func (b *batchInsert) add(pos Pos, vals ...any) error {
 	b.args = append(b.args, vals...)
-	b.lines = append(b.lines, line)
+	b.pos = append(b.pos, pos)
 	b.n++
 	if b.n < importBatch {
 		return nil
@@ -333,64 +311,53 @@ func (b *batchInsert) flush() error {
 	if err != nil && b.onFlushError != nil {
 		err = b.onFlushError(err)
 	}
-	b.args, b.lines, b.n = b.args[:0], b.lines[:0], 0
+	b.args, b.pos, b.n = b.args[:0], b.pos[:0], 0
 	return err
 }
 
-// ExportUsers writes every user as import reads them: a header, then
-// Id,Name by id. It returns how many it wrote.
-func (s *Store) ExportUsers(ctx context.Context, w io.Writer) (int, error) {
-	cw := csv.NewWriter(w)
-	cw.Write([]string{"Id", "Name"})
-	rows, err := s.read().query(ctx, `SELECT Id, Name FROM Users ORDER BY Id`)
-	if err != nil {
-		return 0, fmt.Errorf("export users: %w", err)
-	}
-	defer rows.Close()
-	n := 0
-	for rows.Next() {
-		var id int64
-		var name string
-		if err := rows.Scan(&id, &name); err != nil {
-			return n, fmt.Errorf("export users: %w", err)
-		}
-		cw.Write([]string{strconv.FormatInt(id, 10), name})
-		n++
-	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
-		return n, fmt.Errorf("export users: %w", err)
-	}
-	return n, rows.Err()
+// ExportUsers yields every user, by id.
+func (s *Store) ExportUsers(ctx context.Context) iter.Seq2[UserRow, error] {
+	return readAll(ctx, s, "read users", `SELECT Id, Name FROM Users ORDER BY Id`, func(rows *rows) (u UserRow, err error) {
+		err = rows.Scan(&u.ID, &u.Name)
+		return u, err
+	})
 }
 
-// ExportFollows writes every follow as import reads them: a header, then
-// FollowerId,FolloweeId,CreatedAt (UTC, seven fractional digits).
-func (s *Store) ExportFollows(ctx context.Context, w io.Writer) (int, error) {
-	cw := csv.NewWriter(w)
-	cw.Write([]string{"FollowerId", "FolloweeId", "CreatedAt"})
-	rows, err := s.read().query(ctx, `SELECT FollowerId, FolloweeId, CreatedAt FROM Follows ORDER BY FollowerId, FolloweeId`)
-	if err != nil {
-		return 0, fmt.Errorf("export follows: %w", err)
-	}
-	defer rows.Close()
-	n := 0
-	for rows.Next() {
-		var follower, followee int64
+// ExportFollows yields every follow, by follower and followee.
+func (s *Store) ExportFollows(ctx context.Context) iter.Seq2[FollowRow, error] {
+	return readAll(ctx, s, "read follows", `SELECT FollowerId, FolloweeId, CreatedAt FROM Follows ORDER BY FollowerId, FolloweeId`, func(rows *rows) (f FollowRow, err error) {
 		var raw any
-		if err := rows.Scan(&follower, &followee, &raw); err != nil {
-			return n, fmt.Errorf("export follows: %w", err)
+		if err := rows.Scan(&f.Follower, &f.Followee, &raw); err != nil {
+			return f, err
 		}
-		at, err := s.d.scanTime(raw)
+		f.At, err = s.d.scanTime(raw)
+		return f, err
+	})
+}
+
+// readAll yields the rows of a query as scan reads them, or the error,
+// wrapped with what, that ends them.
+func readAll[T any](ctx context.Context, s *Store, what, query string, scan func(*rows) (T, error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		rows, err := s.read().query(ctx, query)
 		if err != nil {
-			return n, fmt.Errorf("export follows: %w", err)
+			yield(zero, fmt.Errorf("%s: %w", what, err))
+			return
 		}
-		cw.Write([]string{strconv.FormatInt(follower, 10), strconv.FormatInt(followee, 10), at.Format("2006-01-02 15:04:05.0000000")})
-		n++
+		defer rows.Close()
+		for rows.Next() {
+			v, err := scan(rows)
+			if err != nil {
+				yield(zero, fmt.Errorf("%s: %w", what, err))
+				return
+			}
+			if !yield(v, nil) {
+				return
+			}
+		}
+		if err := rows.Err(); err != nil {
+			yield(zero, fmt.Errorf("%s: %w", what, err))
+		}
 	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
-		return n, fmt.Errorf("export follows: %w", err)
-	}
-	return n, rows.Err()
 }

@@ -19,7 +19,7 @@ var (
 )
 
 // LoadSample adds the sample graph to an empty database and reports whether
-// it did; a database that has any user is left as it is.
+// it did; a database that has any active user is left as it is.
 func (s *Store) LoadSample(ctx context.Context) (bool, error) {
 	n, err := s.CountUsers(ctx)
 	if err != nil || n > 0 {

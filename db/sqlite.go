@@ -27,7 +27,7 @@ func sqliteDSN(dsn string) string {
 
 // sqliteTime is EF Core's TEXT form of a DateTime, always with seven
 // fractional digits so that comparing texts compares times.
-const sqliteTime = "2006-01-02 15:04:05.0000000"
+const sqliteTime = time.DateTime + ".0000000"
 
 func sqliteDialect() *dialect {
 	d := &dialect{
@@ -74,18 +74,14 @@ WHERE true
 ON CONFLICT (FollowerId, FolloweeId) DO NOTHING
 RETURNING CreatedAt`,
 		insertUser: `INSERT INTO Users (Name) VALUES (?) RETURNING Id`,
-		usersByID:  `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id IN (SELECT value FROM json_each(?))`,
+		idSet:      `SELECT value FROM json_each(?)`,
 		userByName: `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Name = ? COLLATE NOCASE`,
-		listUsers:  `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id > ? AND u.DeactivatedAt IS NULL ORDER BY u.Id LIMIT ?`,
+		listUsers:  `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id > ? AND ` + active("u") + ` ORDER BY u.Id LIMIT ?`,
 		followsExist: `SELECT f.FollowerId, f.FolloweeId, f.Muted, f.NotificationsEnabled FROM json_each(?) AS p
 JOIN Follows AS f ON f.FollowerId = p.value ->> 0 AND f.FolloweeId = p.value ->> 1`,
 		blocksExist: `SELECT b.BlockerId, b.BlockedId FROM json_each(?) AS p
 JOIN Blocks AS b ON b.BlockerId = p.value ->> 0 AND b.BlockedId = p.value ->> 1`,
-		mutualCounts: `SELECT k.value, (SELECT COUNT(*) FROM Follows AS f
-                 JOIN Users AS o ON o.Id = f.FolloweeId AND o.DeactivatedAt IS NULL
-                 WHERE f.FollowerId = k.value
-                   AND EXISTS (SELECT 1 FROM Follows AS b WHERE b.FollowerId = f.FolloweeId AND b.FolloweeId = f.FollowerId))
-FROM json_each(?) AS k`,
+		mutualCounts:          `SELECT k.value, ` + mutualCount("k.value") + ` FROM json_each(?) AS k`,
 		arg:                   func(v any) any { return v },
 		setAsideFollowIndexes: sqliteSetAsideFollowIndexes,
 		// A large page cache keeps the B-trees being filled in memory
@@ -100,8 +96,9 @@ FROM json_each(?) AS k`,
 
 func parseSQLiteTime(s string) (time.Time, error) {
 	// Rows written by other programs may carry fewer fractional digits or
-	// none; the layout's 9s accept any number of them.
-	t, err := time.Parse("2006-01-02 15:04:05.9999999", s)
+	// none: a layout without a fraction, as time.DateTime is, takes any
+	// number of them.
+	t, err := time.Parse(time.DateTime, s)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("parse CreatedAt %q: %w", s, err)
 	}
@@ -120,6 +117,8 @@ func classifySQLite(err error) error {
 		}
 	case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
 		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+		return fmt.Errorf("%w: %w", errDuplicate, err)
 	case sqlite3.SQLITE_CONSTRAINT_UNIQUE:
 		if strings.Contains(se.Error(), "Users.Name") {
 			return fmt.Errorf("%w: %w", ErrNameTaken, err)
@@ -128,7 +127,7 @@ func classifySQLite(err error) error {
 	return err
 }
 
-// The statements below answer one query for each of many users in a single
+// The list statements answer one query for each of many users in a single
 // statement: one UNION ALL branch per user, each of which seeks that user's
 // index range and stops at its LIMIT. Unlike ROW_NUMBER() over partitions,
 // the cost does not grow with the size of a popular user's list. Each
@@ -141,51 +140,19 @@ func classifySQLite(err error) error {
 // covers (a follow's settings are looked up apart, for the viewer's own
 // follows): reading Muted here made the first page of fifty lists four
 // times slower (5.2 ms against 1.2 ms), a table lookup per row.
-var (
-	followersBranch = `SELECT * FROM (
-  SELECT ? AS k, f.CreatedAt, ` + userColumns + `
-  FROM Follows AS f JOIN Users AS u ON u.Id = f.FollowerId AND u.DeactivatedAt IS NULL
-  WHERE f.FolloweeId = ? /*after*/AND (f.CreatedAt, f.FollowerId) < (?, ?)/*end*/
-  ORDER BY f.CreatedAt DESC, f.FollowerId DESC LIMIT /*limit*/)`
-	followingBranch = `SELECT * FROM (
-  SELECT ? AS k, f.CreatedAt, ` + userColumns + `
-  FROM Follows AS f JOIN Users AS u ON u.Id = f.FolloweeId AND u.DeactivatedAt IS NULL
-  WHERE f.FollowerId = ? /*after*/AND (f.CreatedAt, f.FolloweeId) < (?, ?)/*end*/
-  ORDER BY f.CreatedAt DESC, f.FolloweeId DESC LIMIT /*limit*/)`
-	// Mutual follows walk the user's own following list, newest first, and
-	// keep those who follow back: the cost is bounded by the user's own
-	// list, whatever the popularity of the people in it. A block removes
-	// the follows both ways, so no blocked user can be a mutual follow.
-	mutualBranch = `SELECT * FROM (
-  SELECT ? AS k, f.CreatedAt, ` + userColumns + `
-  FROM Follows AS f JOIN Users AS u ON u.Id = f.FolloweeId AND u.DeactivatedAt IS NULL
-  WHERE f.FollowerId = ? /*after*/AND (f.CreatedAt, f.FolloweeId) < (?, ?)/*end*/
-    AND EXISTS (SELECT 1 FROM Follows AS b WHERE b.FollowerId = f.FolloweeId AND b.FolloweeId = f.FollowerId)
-  ORDER BY f.CreatedAt DESC, f.FolloweeId DESC LIMIT /*limit*/)`
-	// The people the user blocks, newest block first.
-	blockedBranch = `SELECT * FROM (
-  SELECT ? AS k, b.CreatedAt, ` + userColumns + `
-  FROM Blocks AS b JOIN Users AS u ON u.Id = b.BlockedId AND u.DeactivatedAt IS NULL
-  WHERE b.BlockerId = ? /*after*/AND (b.CreatedAt, b.BlockedId) < (?, ?)/*end*/
-  ORDER BY b.CreatedAt DESC, b.BlockedId DESC LIMIT /*limit*/)`
-	// Suggestions are the people followed by those the user follows: the
-	// cost is the sum of their following lists, never a popular account's
-	// followers. Only active people count as "via" or are suggested, and
-	// never anyone the user blocks or is blocked by.
-	suggestionsBranch = `SELECT * FROM (
+var sqliteListBranches = fillLists(`SELECT * FROM (
+  SELECT ? AS k, {e}.CreatedAt, ` + userColumns + `
+  FROM {table} AS {e} JOIN ` + activeUser("u", "{e}.{other}") + `
+  WHERE {e}.{owner} = ? /*after*/AND ({e}.CreatedAt, {e}.{other}) < (?, ?)/*end*/{also}
+  ORDER BY {e}.CreatedAt DESC, {e}.{other} DESC LIMIT /*limit*/)`)
+
+// suggestionsBranch is one user's suggestions: the candidates (see
+// suggestionCandidates) that are active, most followed first.
+var suggestionsBranch = `SELECT * FROM (
   SELECT ? AS k, s.Via, ` + userColumns + `
-  FROM (SELECT f2.FolloweeId AS Id, COUNT(*) AS Via
-        FROM Follows AS f1
-        JOIN Users AS v ON v.Id = f1.FolloweeId AND v.DeactivatedAt IS NULL
-        JOIN Follows AS f2 ON f2.FollowerId = f1.FolloweeId
-        WHERE f1.FollowerId = ? AND f2.FolloweeId <> f1.FollowerId
-          AND NOT EXISTS (SELECT 1 FROM Follows AS f3 WHERE f3.FollowerId = f1.FollowerId AND f3.FolloweeId = f2.FolloweeId)
-          AND NOT EXISTS (SELECT 1 FROM Blocks AS b WHERE b.BlockerId = f1.FollowerId AND b.BlockedId = f2.FolloweeId)
-          AND NOT EXISTS (SELECT 1 FROM Blocks AS b WHERE b.BlockerId = f2.FolloweeId AND b.BlockedId = f1.FollowerId)
-        GROUP BY f2.FolloweeId) AS s
-  JOIN Users AS u ON u.Id = s.Id AND u.DeactivatedAt IS NULL
+  FROM (` + suggestionCandidates("?", "f1.FollowerId") + `) AS s
+  JOIN ` + activeUser("u", "s.Id") + `
   ORDER BY s.Via DESC, u.Name ASC, s.Id ASC LIMIT ?)`
-)
 
 // limitBuckets are the LIMITs written into pages after the first: the
 // smallest that holds first+1 rows, the extra rows dropped in Go.
@@ -209,7 +176,8 @@ func pageBranch(tmpl string, after bool, limit int) string {
 // setAsideFollowIndexes drops the follow table's secondary indexes and
 // triggers, and returns what recreates them from their own saved SQL.
 // Building an index once from all rows is far faster than keeping it
-// through millions of inserts, and the counts are recounted at the end.
+// through millions of inserts; without the count triggers, Import
+// recounts the users it touched once the indexes are back.
 func sqliteSetAsideFollowIndexes(ctx context.Context, r runner) (restore func() error, err error) {
 	rows, err := r.query(ctx, `SELECT type, name, sql FROM sqlite_schema
 WHERE tbl_name = 'Follows' AND type IN ('index', 'trigger') AND sql IS NOT NULL`)
@@ -248,7 +216,7 @@ WHERE tbl_name = 'Follows' AND type IN ('index', 'trigger') AND sql IS NOT NULL`
 // sqlitePages answers a batch of page queries with one UNION ALL statement
 // of per-user branches (see pageBranch), padded to a batch size.
 func sqlitePages(d *dialect, kind listKind, qs []PageQuery) (string, []any) {
-	tmpl := map[listKind]string{listFollowers: followersBranch, listFollowing: followingBranch, listMutual: mutualBranch, listBlocked: blockedBranch}[kind]
+	tmpl := sqliteListBranches[kind]
 	// A batch is all first pages, or else every branch compares a cursor,
 	// a first page's being one past the end of its list.
 	after, limit := false, 0

@@ -48,18 +48,14 @@ INSERT INTO Follows (FollowerId, FolloweeId) OUTPUT INSERTED.CreatedAt INTO @t
 SELECT @p1, @p2 WHERE NOT EXISTS (SELECT 1 FROM Follows WITH (UPDLOCK, HOLDLOCK) WHERE FollowerId = @p1 AND FolloweeId = @p2);
 SELECT CreatedAt FROM @t;`,
 		insertUser: `INSERT INTO Users (Name) OUTPUT INSERTED.Id VALUES (?)`,
-		usersByID:  `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id IN (SELECT CAST(value AS int) FROM OPENJSON(?))`,
+		idSet:      `SELECT CAST(value AS int) FROM OPENJSON(?)`,
 		userByName: `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Name = ?`,
-		listUsers:  `SELECT TOP (@p2) ` + userColumns + ` FROM Users AS u WHERE u.Id > @p1 AND u.DeactivatedAt IS NULL ORDER BY u.Id`,
+		listUsers:  `SELECT TOP (@p2) ` + userColumns + ` FROM Users AS u WHERE u.Id > @p1 AND ` + active("u") + ` ORDER BY u.Id`,
 		followsExist: `SELECT f.FollowerId, f.FolloweeId, f.Muted, f.NotificationsEnabled FROM OPENJSON(?) WITH (a int '$[0]', b int '$[1]') AS p
 JOIN Follows AS f ON f.FollowerId = p.a AND f.FolloweeId = p.b`,
 		blocksExist: `SELECT b.BlockerId, b.BlockedId FROM OPENJSON(?) WITH (a int '$[0]', b int '$[1]') AS p
 JOIN Blocks AS b ON b.BlockerId = p.a AND b.BlockedId = p.b`,
-		mutualCounts: `SELECT k.Id, (SELECT COUNT(*) FROM Follows AS f
-                JOIN Users AS o ON o.Id = f.FolloweeId AND o.DeactivatedAt IS NULL
-                WHERE f.FollowerId = k.Id
-                  AND EXISTS (SELECT 1 FROM Follows AS b WHERE b.FollowerId = f.FolloweeId AND b.FolloweeId = f.FollowerId))
-FROM OPENJSON(?) WITH (Id int '$') AS k`,
+		mutualCounts:     `SELECT k.Id, ` + mutualCount("k.Id") + ` FROM OPENJSON(?) WITH (Id int '$') AS k`,
 		pagesQuery:       sqlserverPages,
 		suggestionsQuery: sqlserverSuggestions,
 	}
@@ -69,46 +65,19 @@ FROM OPENJSON(?) WITH (Id int '$') AS k`,
 // that user's index range and stops at TOP (Lim). SQL Server has no
 // row-value comparison; the OR form below still seeks the index. A first
 // page carries a cursor past the end of every list.
-const (
-	sqlserverBatch      = `FROM OPENJSON(?) WITH (k int '$[0]', UserId int '$[1]', Lim int '$[2]', At datetime2(7) '$[3]', AfterId int '$[4]') AS q`
-	sqlserverPageSelect = `SELECT q.k, f.CreatedAt, ` + userColumns + `
-` + sqlserverBatch + `
-CROSS APPLY (SELECT TOP (q.Lim) f.%[1]s AS Other, f.CreatedAt
-             FROM Follows AS f JOIN Users AS a ON a.Id = f.%[1]s AND a.DeactivatedAt IS NULL
-             WHERE f.%[2]s = q.UserId AND (f.CreatedAt < q.At OR (f.CreatedAt = q.At AND f.%[1]s < q.AfterId))%[3]s
-             ORDER BY f.CreatedAt DESC, f.%[1]s DESC) AS f
-JOIN Users AS u ON u.Id = f.Other`
-	sqlserverBlockedText = `SELECT q.k, b.CreatedAt, ` + userColumns + `
-` + sqlserverBatch + `
-CROSS APPLY (SELECT TOP (q.Lim) b.BlockedId, b.CreatedAt
-             FROM Blocks AS b JOIN Users AS a ON a.Id = b.BlockedId AND a.DeactivatedAt IS NULL
-             WHERE b.BlockerId = q.UserId AND (b.CreatedAt < q.At OR (b.CreatedAt = q.At AND b.BlockedId < q.AfterId))
-             ORDER BY b.CreatedAt DESC, b.BlockedId DESC) AS b
-JOIN Users AS u ON u.Id = b.BlockedId`
-	sqlserverMutualCheck = `
-               AND EXISTS (SELECT 1 FROM Follows AS b WHERE b.FollowerId = f.FolloweeId AND b.FolloweeId = f.FollowerId)`
-)
+var sqlserverListTexts = fillLists(`SELECT q.k, {e}.CreatedAt, ` + userColumns + `
+FROM OPENJSON(?) WITH (k int '$[0]', UserId int '$[1]', Lim int '$[2]', At datetime2(7) '$[3]', AfterId int '$[4]') AS q
+CROSS APPLY (SELECT TOP (q.Lim) {e}.{other} AS Other, {e}.CreatedAt
+             FROM {table} AS {e} JOIN ` + activeUser("a", "{e}.{other}") + `
+             WHERE {e}.{owner} = q.UserId AND ({e}.CreatedAt < q.At OR ({e}.CreatedAt = q.At AND {e}.{other} < q.AfterId)){also}
+             ORDER BY {e}.CreatedAt DESC, {e}.{other} DESC) AS {e}
+JOIN Users AS u ON u.Id = {e}.Other`)
 
-var sqlserverPageTexts = map[listKind]string{
-	listFollowers: fmt.Sprintf(sqlserverPageSelect, "FollowerId", "FolloweeId", ""),
-	listFollowing: fmt.Sprintf(sqlserverPageSelect, "FolloweeId", "FollowerId", ""),
-	listMutual:    fmt.Sprintf(sqlserverPageSelect, "FolloweeId", "FollowerId", sqlserverMutualCheck),
-	listBlocked:   sqlserverBlockedText,
-}
-
-const sqlserverSuggestionsText = `SELECT q.k, s.Via, ` + userColumns + `
+var sqlserverSuggestionsText = `SELECT q.k, s.Via, ` + userColumns + `
 FROM OPENJSON(?) WITH (k int '$[0]', UserId int '$[1]', Lim int '$[2]') AS q
 CROSS APPLY (SELECT TOP (q.Lim) c.Id, c.Via FROM
-               (SELECT f2.FolloweeId AS Id, COUNT(*) AS Via
-                FROM Follows AS f1
-                JOIN Users AS v ON v.Id = f1.FolloweeId AND v.DeactivatedAt IS NULL
-                JOIN Follows AS f2 ON f2.FollowerId = f1.FolloweeId
-                WHERE f1.FollowerId = q.UserId AND f2.FolloweeId <> q.UserId
-                  AND NOT EXISTS (SELECT 1 FROM Follows AS f3 WHERE f3.FollowerId = q.UserId AND f3.FolloweeId = f2.FolloweeId)
-                  AND NOT EXISTS (SELECT 1 FROM Blocks AS b WHERE b.BlockerId = q.UserId AND b.BlockedId = f2.FolloweeId)
-                  AND NOT EXISTS (SELECT 1 FROM Blocks AS b WHERE b.BlockerId = f2.FolloweeId AND b.BlockedId = q.UserId)
-                GROUP BY f2.FolloweeId) AS c
-             JOIN Users AS n ON n.Id = c.Id AND n.DeactivatedAt IS NULL
+               (` + suggestionCandidates("q.UserId", "q.UserId") + `) AS c
+             JOIN ` + activeUser("n", "c.Id") + `
              ORDER BY c.Via DESC, n.Name ASC, c.Id ASC) AS s
 JOIN Users AS u ON u.Id = s.Id`
 
@@ -125,7 +94,7 @@ func sqlserverPages(kind listKind, qs []PageQuery) (string, []any) {
 		batch[i] = [5]any{i, q.User, q.First + 1, c.At.UTC().Format(sqlserverTime), min(c.ID, math.MaxInt32)}
 	}
 	b, _ := json.Marshal(batch)
-	return sqlserverPageTexts[kind], []any{string(b)}
+	return sqlserverListTexts[kind], []any{string(b)}
 }
 
 func sqlserverSuggestions(qs []SuggestionQuery) (string, []any) {
@@ -208,7 +177,7 @@ func classifySQLServer(err error) error {
 		case strings.Contains(me.Message, "PK_Follows"), strings.Contains(me.Message, "PK_Blocks"):
 			// A concurrent follow of the same pair won: run the
 			// transaction again, and it finds the follow there.
-			return fmt.Errorf("%w: %w", errRetry, err)
+			return fmt.Errorf("%w: %w: %w", errRetry, errDuplicate, err)
 		case strings.Contains(me.Message, "IX_Users_Name"):
 			return fmt.Errorf("%w: %w", ErrNameTaken, err)
 		}

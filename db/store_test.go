@@ -76,7 +76,7 @@ func openSQLServer(t *testing.T) *Store {
 		t.Fatalf("open SQL Server: %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
-	for _, q := range []string{`DELETE FROM Follows`, `DELETE FROM Users`} {
+	for _, q := range []string{`DELETE FROM Follows`, `DELETE FROM Blocks`, `DELETE FROM Users`} {
 		if _, err := s.db.Exec(q); err != nil {
 			t.Fatalf("empty the tables: %v", err)
 		}
@@ -111,6 +111,20 @@ func sampleStore(t *testing.T, open opener) (*Store, map[string]int64) {
 	return s, ids
 }
 
+// countsOf reads the users' kept follower and following counts.
+func countsOf(t *testing.T, s *Store, ids ...int64) [][2]int {
+	t.Helper()
+	users, err := s.UsersByID(context.Background(), ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counts [][2]int
+	for _, u := range users {
+		counts = append(counts, [2]int{u.FollowerCount, u.FollowingCount})
+	}
+	return counts
+}
+
 func names(edges []Edge) []string {
 	var out []string
 	for _, e := range edges {
@@ -123,15 +137,7 @@ func testSampleGraph(t *testing.T, open opener) {
 	s, ids := sampleStore(t, open)
 	ctx := context.Background()
 
-	users, err := s.UsersByID(ctx, []int64{ids["alice"], ids["dave"], ids["bob"]})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var counts [][2]int
-	for _, u := range users {
-		counts = append(counts, [2]int{u.FollowerCount, u.FollowingCount})
-	}
-	if want := [][2]int{{1, 2}, {2, 0}, {1, 2}}; !slices.Equal(counts, want) {
+	if counts, want := countsOf(t, s, ids["alice"], ids["dave"], ids["bob"]), [][2]int{{1, 2}, {2, 0}, {1, 2}}; !slices.Equal(counts, want) {
 		t.Errorf("follower, following counts of alice, dave, bob = %v, want %v", counts, want)
 	}
 
@@ -407,12 +413,12 @@ func testBatchMatchesSingleQueries(t *testing.T, open opener) {
 func TestListStatementsSeekTheIndex(t *testing.T) {
 	s := openTestStore(t)
 	for name, q := range map[string]string{
-		"followers":       pageBranch(followersBranch, false, 0),
-		"followers after": pageBranch(followersBranch, true, 21),
-		"following":       pageBranch(followingBranch, false, 0),
-		"following after": pageBranch(followingBranch, true, 21),
-		"mutual":          pageBranch(mutualBranch, false, 0),
-		"mutual after":    pageBranch(mutualBranch, true, 21),
+		"followers":       pageBranch(sqliteListBranches[listFollowers], false, 0),
+		"followers after": pageBranch(sqliteListBranches[listFollowers], true, 21),
+		"following":       pageBranch(sqliteListBranches[listFollowing], false, 0),
+		"following after": pageBranch(sqliteListBranches[listFollowing], true, 21),
+		"mutual":          pageBranch(sqliteListBranches[listMutual], false, 0),
+		"mutual after":    pageBranch(sqliteListBranches[listMutual], true, 21),
 		"suggestions":     suggestionsBranch,
 	} {
 		args := []any{0, 1, 2}

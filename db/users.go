@@ -9,8 +9,8 @@ import (
 )
 
 // User is an account in the follower graph. Its Name is a unique handle.
-// The counts are kept on the row by triggers, so reading them never counts
-// follow rows.
+// The counts are kept on the row (by the count rule: see counts.go), so
+// reading them never counts follow rows.
 // A deactivated user keeps its rows but is left out of every list and
 // every other user's counts until it reactivates.
 type User struct {
@@ -174,59 +174,4 @@ func scanUsers(rows *rows) ([]User, error) {
 		users = append(users, u)
 	}
 	return users, rows.Err()
-}
-
-// Drift is a user whose kept counts differ from a recount of its follows.
-type Drift struct {
-	User                               User // with the counts as kept
-	RecountFollowers, RecountFollowing int
-}
-
-// CheckCounts recounts every user's follows and returns the users whose
-// kept counts differ; with repair, it also sets those counts right, in the
-// same transaction. The triggers keep the counts, so drift means someone
-// wrote around them (a dropped trigger, a bulk load with triggers off).
-func (s *Store) CheckCounts(ctx context.Context, repair bool) ([]Drift, error) {
-	var drift []Drift
-	err := s.inTx(ctx, func(r runner) error {
-		rows, err := r.query(ctx, `
-SELECT * FROM (
-  SELECT `+userColumns+`,
-         (SELECT COUNT(*) FROM Follows AS f JOIN Users AS o ON o.Id = f.FollowerId
-          WHERE f.FolloweeId = u.Id AND o.DeactivatedAt IS NULL) AS Followers,
-         (SELECT COUNT(*) FROM Follows AS f JOIN Users AS o ON o.Id = f.FolloweeId
-          WHERE f.FollowerId = u.Id AND o.DeactivatedAt IS NULL) AS Following
-  FROM Users AS u) AS c
-WHERE c.FollowerCount <> c.Followers OR c.FollowingCount <> c.Following
-ORDER BY c.Id`)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var d Drift
-			if err := rows.Scan(append(d.User.scanDest(), &d.RecountFollowers, &d.RecountFollowing)...); err != nil {
-				return err
-			}
-			drift = append(drift, d)
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		rows.Close()
-		if !repair {
-			return nil
-		}
-		for _, d := range drift {
-			if _, err := r.exec(ctx, `UPDATE Users SET FollowerCount = ?, FollowingCount = ? WHERE Id = ?`,
-				d.RecountFollowers, d.RecountFollowing, d.User.ID); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("check follow counts: %w", err)
-	}
-	return drift, nil
 }

@@ -1,0 +1,159 @@
+// Package graphcsv is the CSV form of a follower graph, as the import and
+// export subcommands read and write it: users.csv (Id,Name) and
+// follows.csv (FollowerId,FolloweeId,CreatedAt). Reading yields the
+// store's rows, each with the file and line it came from so that the
+// import can point at a bad one; writing takes the rows the store yields.
+// The store itself deals in rows only.
+package graphcsv
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"iter"
+	"strconv"
+	"strings"
+	"time"
+
+	"follows/db"
+)
+
+// TimeLayout is the form of CreatedAt: UTC with seven fractional digits,
+// the precision of SQL Server's datetime2 and of the times EF Core writes
+// into SQLite, so that a time moves through export and import unchanged.
+// Reading also takes fewer fractional digits, or none.
+const TimeLayout = time.DateTime + ".0000000"
+
+// The headers of the two files.
+var (
+	usersHeader   = []string{"Id", "Name"}
+	followsHeader = []string{"FollowerId", "FolloweeId", "CreatedAt"}
+)
+
+// ReadUsers yields the users of users.csv, read from r and called name in
+// errors, or a *db.RowError for each row that is not right.
+func ReadUsers(name string, r io.Reader) iter.Seq2[db.UserRow, error] {
+	return read(name, r, usersHeader, func(pos db.Pos, rec []string) (db.UserRow, string) {
+		id, err := strconv.ParseInt(rec[0], 10, 64)
+		switch {
+		case err != nil || id <= 0:
+			return db.UserRow{}, fmt.Sprintf("Id %q is not a positive whole number", rec[0])
+		case !db.ValidName(rec[1]):
+			return db.UserRow{}, fmt.Sprintf("Name %q is not a handle (%s)", rec[1], db.NameRule)
+		}
+		return db.UserRow{Pos: pos, ID: id, Name: rec[1]}, ""
+	})
+}
+
+// ReadFollows yields the follows of follows.csv, read from r and called
+// name in errors, or a *db.RowError for each row that is not right.
+func ReadFollows(name string, r io.Reader) iter.Seq2[db.FollowRow, error] {
+	return read(name, r, followsHeader, func(pos db.Pos, rec []string) (db.FollowRow, string) {
+		follower, err1 := strconv.ParseInt(rec[0], 10, 64)
+		followee, err2 := strconv.ParseInt(rec[1], 10, 64)
+		// time.DateTime is TimeLayout without its fraction, which Parse
+		// then reads whatever its number of digits.
+		at, err3 := time.Parse(time.DateTime, rec[2])
+		switch {
+		case err1 != nil || follower <= 0:
+			return db.FollowRow{}, fmt.Sprintf("FollowerId %q is not a positive whole number", rec[0])
+		case err2 != nil || followee <= 0:
+			return db.FollowRow{}, fmt.Sprintf("FolloweeId %q is not a positive whole number", rec[1])
+		case err3 != nil:
+			return db.FollowRow{}, fmt.Sprintf("CreatedAt %q is not YYYY-MM-DD HH:MM:SS[.ffffff]", rec[2])
+		}
+		return db.FollowRow{Pos: pos, Follower: follower, Followee: followee, At: at}, ""
+	})
+}
+
+// read yields the rows of a CSV file after checking its header: parse
+// makes a row of a record's trimmed fields, or says why it cannot. A
+// record that cannot be read at all ends the file.
+func read[T any](name string, r io.Reader, header []string, parse func(pos db.Pos, rec []string) (T, string)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		bad := func(line int, reason string) bool {
+			return yield(zero, &db.RowError{Pos: db.Pos{File: name, Line: line}, Reason: reason})
+		}
+		cr := csv.NewReader(r)
+		cr.FieldsPerRecord = -1
+		cr.ReuseRecord = true
+		rec, err := cr.Read()
+		if err != nil || !strings.EqualFold(strings.Join(trimAll(rec), ","), strings.Join(header, ",")) {
+			bad(1, "the header must be "+strings.Join(header, ","))
+			return
+		}
+		for {
+			rec, err := cr.Read()
+			if err == io.EOF {
+				return
+			}
+			line, _ := cr.FieldPos(0)
+			if err != nil {
+				bad(line, err.Error())
+				return
+			}
+			if len(rec) != len(header) {
+				if !bad(line, fmt.Sprintf("%d fields, want %d", len(rec), len(header))) {
+					return
+				}
+				continue
+			}
+			row, reason := parse(db.Pos{File: name, Line: line}, trimAll(rec))
+			if reason != "" {
+				if !bad(line, reason) {
+					return
+				}
+				continue
+			}
+			if !yield(row, nil) {
+				return
+			}
+		}
+	}
+}
+
+func trimAll(rec []string) []string {
+	for i := range rec {
+		rec[i] = strings.TrimSpace(rec[i])
+	}
+	return rec
+}
+
+// WriteUsers writes users.csv, as ReadUsers reads it, to w: the header,
+// then a user a line. It returns how many users it wrote.
+func WriteUsers(w io.Writer, users iter.Seq2[db.UserRow, error]) (int, error) {
+	return write(w, usersHeader, users, func(u db.UserRow) []string {
+		return []string{strconv.FormatInt(u.ID, 10), u.Name}
+	})
+}
+
+// WriteFollows writes follows.csv, as ReadFollows reads it, to w: the
+// header, then a follow a line, its time in TimeLayout. It returns how many
+// follows it wrote.
+func WriteFollows(w io.Writer, follows iter.Seq2[db.FollowRow, error]) (int, error) {
+	return write(w, followsHeader, follows, func(f db.FollowRow) []string {
+		return []string{strconv.FormatInt(f.Follower, 10), strconv.FormatInt(f.Followee, 10), f.At.UTC().Format(TimeLayout)}
+	})
+}
+
+// write writes the header and then each row as record makes it; the
+// first error, of the rows or of w, ends it.
+func write[T any](w io.Writer, header []string, rows iter.Seq2[T, error], record func(T) []string) (int, error) {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(header); err != nil {
+		return 0, err
+	}
+	n := 0
+	for row, err := range rows {
+		if err != nil {
+			return n, err
+		}
+		if err := cw.Write(record(row)); err != nil {
+			return n, err
+		}
+		n++
+	}
+	cw.Flush()
+	return n, cw.Error()
+}

@@ -1,0 +1,136 @@
+package graphcsv
+
+import (
+	"bytes"
+	"errors"
+	"iter"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"follows/db"
+)
+
+// collect reads a sequence whole: its rows and the errors in between.
+func collect[T any](seq iter.Seq2[T, error]) (rows []T, errs []string) {
+	for row, err := range seq {
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		rows = append(rows, row)
+	}
+	return rows, errs
+}
+
+// Files read and written again come out in the one form: trimmed fields,
+// times in UTC with seven fractional digits; and that form reads back as
+// the same rows.
+func TestRoundTrip(t *testing.T) {
+	users := "id , NAME\n1, alice\n20,Bob.B-b_\n"
+	follows := "FollowerId,FolloweeId,CreatedAt\n1,20,2026-01-02 03:04:05.123456789\n20,1, 2026-01-02 03:04:05\n"
+	wantUsers := "Id,Name\n1,alice\n20,Bob.B-b_\n"
+	wantFollows := "FollowerId,FolloweeId,CreatedAt\n1,20,2026-01-02 03:04:05.1234567\n20,1,2026-01-02 03:04:05.0000000\n"
+	for range 2 {
+		var ub, fb bytes.Buffer
+		if n, err := WriteUsers(&ub, ReadUsers("u.csv", strings.NewReader(users))); n != 2 || err != nil {
+			t.Fatalf("write users: %d, %v", n, err)
+		}
+		if n, err := WriteFollows(&fb, ReadFollows("f.csv", strings.NewReader(follows))); n != 2 || err != nil {
+			t.Fatalf("write follows: %d, %v", n, err)
+		}
+		if ub.String() != wantUsers || fb.String() != wantFollows {
+			t.Fatalf("written:\n%s%s\nwant\n%s%s", &ub, &fb, wantUsers, wantFollows)
+		}
+		users, follows = ub.String(), fb.String()
+	}
+	rows, errs := collect(ReadFollows("f.csv", strings.NewReader(follows)))
+	if len(errs) > 0 || rows[0].Pos != (db.Pos{File: "f.csv", Line: 2}) || rows[1].Pos.Line != 3 ||
+		!rows[0].At.Equal(time.Date(2026, 1, 2, 3, 4, 5, 123456700, time.UTC)) || rows[0].Follower != 1 || rows[0].Followee != 20 {
+		t.Errorf("follows read back = %+v, %v", rows, errs)
+	}
+
+	// A time in another zone is written as UTC.
+	var b bytes.Buffer
+	cet := time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("CET", 3600))
+	WriteFollows(&b, func(yield func(db.FollowRow, error) bool) {
+		yield(db.FollowRow{Follower: 1, Followee: 2, At: cet}, nil)
+	})
+	if !strings.Contains(b.String(), "1,2,2026-01-02 02:04:05.0000000\n") {
+		t.Errorf("a CET time written as %q", &b)
+	}
+}
+
+// CreatedAt may carry any number of fractional digits, or none.
+func TestReadTimes(t *testing.T) {
+	for in, want := range map[string]time.Time{
+		"2026-01-01 00:00:01":           time.Date(2026, 1, 1, 0, 0, 1, 0, time.UTC),
+		"2026-01-01 00:00:02.5":         time.Date(2026, 1, 1, 0, 0, 2, 500000000, time.UTC),
+		"2026-01-01 00:00:03.123456":    time.Date(2026, 1, 1, 0, 0, 3, 123456000, time.UTC),
+		"2026-01-01 00:00:04.1234567":   time.Date(2026, 1, 1, 0, 0, 4, 123456700, time.UTC),
+		"2026-01-01 00:00:05.123456789": time.Date(2026, 1, 1, 0, 0, 5, 123456789, time.UTC),
+	} {
+		rows, errs := collect(ReadFollows("f.csv", strings.NewReader("FollowerId,FolloweeId,CreatedAt\n1,2,"+in+"\n")))
+		if len(errs) > 0 || len(rows) != 1 || !rows[0].At.Equal(want) {
+			t.Errorf("%s read as %+v, %v; want %v", in, rows, errs, want)
+		}
+	}
+}
+
+// Each bad row is reported with its file and the line its record starts
+// on, and reading goes on past it.
+func TestReadPointsAtBadRows(t *testing.T) {
+	users := "Id,Name\n1,alice\nx,frank\n\"2\",\"two\nlines\"\n3,a b\n4\n5,erin\n"
+	rows, errs := collect(ReadUsers("users.csv", strings.NewReader(users)))
+	wantErrs := []string{
+		`users.csv line 3: Id "x" is not a positive whole number`,
+		`users.csv line 4: Name "two\nlines" is not a handle (` + db.NameRule + `)`,
+		`users.csv line 6: Name "a b" is not a handle (` + db.NameRule + `)`,
+		`users.csv line 7: 1 fields, want 2`,
+	}
+	if !slices.Equal(errs, wantErrs) {
+		t.Errorf("errors:\n%s\nwant\n%s", strings.Join(errs, "\n"), strings.Join(wantErrs, "\n"))
+	}
+	if want := []db.UserRow{{Pos: db.Pos{File: "users.csv", Line: 2}, ID: 1, Name: "alice"}, {Pos: db.Pos{File: "users.csv", Line: 8}, ID: 5, Name: "erin"}}; !slices.Equal(rows, want) {
+		t.Errorf("rows = %+v, want %+v", rows, want)
+	}
+
+	follows := "followerid , FolloweeId,CreatedAt\n1,2,yesterday\n0,2,2026-01-01 00:00:00\n1,-2,2026-01-01 00:00:00\n"
+	_, errs = collect(ReadFollows("follows.csv", strings.NewReader(follows)))
+	wantErrs = []string{
+		`follows.csv line 2: CreatedAt "yesterday" is not YYYY-MM-DD HH:MM:SS[.ffffff]`,
+		`follows.csv line 3: FollowerId "0" is not a positive whole number`,
+		`follows.csv line 4: FolloweeId "-2" is not a positive whole number`,
+	}
+	if !slices.Equal(errs, wantErrs) {
+		t.Errorf("errors:\n%s\nwant\n%s", strings.Join(errs, "\n"), strings.Join(wantErrs, "\n"))
+	}
+
+	_, errs = collect(ReadFollows("follows.csv", strings.NewReader("Follower,Followee,When\n1,2,2026-01-01 00:00:00\n")))
+	if want := []string{"follows.csv line 1: the header must be FollowerId,FolloweeId,CreatedAt"}; !slices.Equal(errs, want) {
+		t.Errorf("a wrong header: %q, want %q", errs, want)
+	}
+	var re *db.RowError
+	for _, err := range ReadUsers("users.csv", strings.NewReader("")) {
+		if !errors.As(err, &re) || re.Pos.Line != 1 {
+			t.Errorf("an empty file: %v, want a row error at line 1", err)
+		}
+	}
+}
+
+// Writing stops at the first error of the rows and returns it.
+func TestWriteStopsAtAnError(t *testing.T) {
+	boom := errors.New("read follows: the disk is on fire")
+	rows := func(yield func(db.UserRow, error) bool) {
+		_ = yield(db.UserRow{ID: 1, Name: "a"}, nil) && yield(db.UserRow{}, boom) && yield(db.UserRow{ID: 2, Name: "b"}, nil)
+	}
+	var b bytes.Buffer
+	n, err := WriteUsers(&b, rows)
+	if n != 1 || !errors.Is(err, boom) {
+		t.Errorf("write = %d, %v; want 1 and the rows' error", n, err)
+	}
+	if strings.Contains(b.String(), "2,b") {
+		t.Errorf("a row after the error was written:\n%s", &b)
+	}
+}
