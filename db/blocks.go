@@ -24,12 +24,9 @@ type Block struct {
 // between them, both ways, in the same transaction. Blocking again is not
 // an error. While the block stands neither can follow the other.
 func (s *Store) Block(ctx context.Context, blocker, blocked int64) (Block, error) {
-	if blocker == blocked {
-		return Block{}, ErrSelfBlock
-	}
 	var b Block
 	err := s.inTx(ctx, func(r runner) error {
-		if _, _, err := requireActive(ctx, r, blocker, blocked); err != nil {
+		if _, _, err := requireActive(ctx, r, blocker, blocked, ErrSelfBlock); err != nil {
 			return err
 		}
 		res, err := r.exec(ctx, insertBlock, blocker, blocked, blocker, blocked)
@@ -65,7 +62,7 @@ func (s *Store) Block(ctx context.Context, blocker, blocked int64) (Block, error
 func (s *Store) Unblock(ctx context.Context, blocker, blocked int64) (bool, error) {
 	var was bool
 	err := s.inTx(ctx, func(r runner) error {
-		if _, _, err := requireActive(ctx, r, blocker, blocked); err != nil {
+		if _, _, err := requireActive(ctx, r, blocker, blocked, nil); err != nil {
 			return err
 		}
 		res, err := r.exec(ctx, deleteBlock, blocker, blocked)

@@ -40,13 +40,10 @@ type Follow struct {
 // gets ErrDeactivated, a deactivated followee ErrNotFound, and a block
 // either way ErrBlocked.
 func (s *Store) Follow(ctx context.Context, follower, followee int64) (Follow, error) {
-	if follower == followee {
-		return Follow{}, ErrSelfFollow
-	}
 	var f Follow
 	err := s.inTx(ctx, func(r runner) error {
 		var err error
-		if f.Follower, f.Followee, err = requireActive(ctx, r, follower, followee); err != nil {
+		if f.Follower, f.Followee, err = requireActive(ctx, r, follower, followee, ErrSelfFollow); err != nil {
 			return err
 		}
 		var blocks int
@@ -96,7 +93,7 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee int64) (Unfollo
 	var u Unfollow
 	err := s.inTx(ctx, func(r runner) error {
 		var err error
-		if u.Follower, u.Followee, err = requireActive(ctx, r, follower, followee); err != nil {
+		if u.Follower, u.Followee, err = requireActive(ctx, r, follower, followee, nil); err != nil {
 			return err
 		}
 		res, err := r.exec(ctx, deleteFollow, follower, followee)
@@ -145,15 +142,23 @@ func requireUsers(ctx context.Context, r runner, follower, followee int64) (User
 	return a, b, nil
 }
 
-// requireActive is requireUsers for users acting on each other: a
-// deactivated actor may not, and a deactivated target is not found.
-func requireActive(ctx context.Context, r runner, actor, target int64) (User, User, error) {
+// requireActive is requireUsers for an actor acting on a target, and the
+// one place the deactivation rule is checked: a deactivated actor may not
+// act (whatever the target), and a deactivated target is not found. The
+// actor is checked first, so a deactivated account learns that before
+// anything about the target. self is the error for acting on oneself, or
+// nil where that is just a target that is not found.
+func requireActive(ctx context.Context, r runner, actor, target int64, self error) (User, User, error) {
 	a, b, err := requireUsers(ctx, r, actor, target)
 	switch {
-	case err != nil:
+	case errors.Is(err, ErrFollowerNotFound):
 		return a, b, err
 	case a.Deactivated:
 		return a, b, ErrDeactivated
+	case actor == target && self != nil:
+		return a, b, self
+	case err != nil:
+		return a, b, err
 	case b.Deactivated:
 		return a, b, ErrNotFound
 	}
@@ -166,7 +171,7 @@ func (s *Store) UpdateFollow(ctx context.Context, follower, followee int64, mute
 	f := Follow{Already: true}
 	err := s.inTx(ctx, func(r runner) error {
 		var err error
-		if f.Follower, f.Followee, err = requireActive(ctx, r, follower, followee); err != nil {
+		if f.Follower, f.Followee, err = requireActive(ctx, r, follower, followee, nil); err != nil {
 			return err
 		}
 		res, err := r.exec(ctx, updateFollow, nullBool(muted), nullBool(notifications), follower, followee)

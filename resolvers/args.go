@@ -70,18 +70,6 @@ func (r *Resolver) viewerAndTarget(ctx context.Context, userID string) (*db.User
 	return me, id, nil
 }
 
-// activeViewerAndTarget is viewerAndTarget for actions a deactivated
-// account may not take until it reactivates. The store refuses them too,
-// but only after its checks of the target (itself, one that does not
-// exist), which would answer first; so the resolver asks before it.
-func (r *Resolver) activeViewerAndTarget(ctx context.Context, userID string) (*db.User, int64, error) {
-	me, id, err := r.viewerAndTarget(ctx, userID)
-	if err == nil && me.Deactivated {
-		return nil, 0, userError(ctx, CodeForbidden, "your account is deactivated: reactivate it first")
-	}
-	return me, id, err
-}
-
 // visible hides a deactivated user from everyone but itself.
 func visible(ctx context.Context, u *db.User) *db.User {
 	if u == nil || !u.Deactivated {

@@ -46,7 +46,7 @@ func (r *mutationResolver) CreateUser(ctx context.Context, input model.CreateUse
 
 // Follow is the resolver for the follow field.
 func (r *mutationResolver) Follow(ctx context.Context, input model.FollowInput) (*model.FollowPayload, error) {
-	me, id, err := r.activeViewerAndTarget(ctx, input.UserID)
+	me, id, err := r.viewerAndTarget(ctx, input.UserID)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +60,7 @@ func (r *mutationResolver) Follow(ctx context.Context, input model.FollowInput) 
 
 // Unfollow is the resolver for the unfollow field.
 func (r *mutationResolver) Unfollow(ctx context.Context, input model.UnfollowInput) (*model.UnfollowPayload, error) {
-	me, id, err := r.activeViewerAndTarget(ctx, input.UserID)
+	me, id, err := r.viewerAndTarget(ctx, input.UserID)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func (r *mutationResolver) DeleteUser(ctx context.Context, input model.DeleteUse
 }
 
 func (r *mutationResolver) UpdateFollow(ctx context.Context, input model.UpdateFollowInput) (*model.FollowPayload, error) {
-	me, id, err := r.activeViewerAndTarget(ctx, input.UserID)
+	me, id, err := r.viewerAndTarget(ctx, input.UserID)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func (r *mutationResolver) UpdateFollow(ctx context.Context, input model.UpdateF
 }
 
 func (r *mutationResolver) Block(ctx context.Context, input model.BlockInput) (*model.BlockPayload, error) {
-	me, id, err := r.activeViewerAndTarget(ctx, input.UserID)
+	me, id, err := r.viewerAndTarget(ctx, input.UserID)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +119,7 @@ func (r *mutationResolver) Block(ctx context.Context, input model.BlockInput) (*
 }
 
 func (r *mutationResolver) Unblock(ctx context.Context, input model.UnblockInput) (*model.UnblockPayload, error) {
-	me, id, err := r.activeViewerAndTarget(ctx, input.UserID)
+	me, id, err := r.viewerAndTarget(ctx, input.UserID)
 	if err != nil {
 		return nil, err
 	}
