@@ -38,6 +38,17 @@ type Server struct {
 // a fixed secret and logs as text into Logs.
 func Start(t testing.TB, opts ...func(*api.Config)) *Server {
 	t.Helper()
+	s, h := newServer(t, opts)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	s.URL = srv.URL
+	return s
+}
+
+// newServer opens the store and makes the handler of a Server, which is
+// yet to listen.
+func newServer(t testing.TB, opts []func(*api.Config)) (*Server, http.Handler) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "follows.db")
 	m := api.NewMetrics()
 	store, err := db.Open(context.Background(), path, db.WithStatementHook(m.Statement))
@@ -52,9 +63,8 @@ func Start(t testing.TB, opts ...func(*api.Config)) *Server {
 	for _, opt := range opts {
 		opt(&cfg)
 	}
-	srv := httptest.NewServer(api.NewHandler(store, auth.NewTokens([]byte("test secret"), time.Hour), cfg, log, m))
-	t.Cleanup(srv.Close)
-	return &Server{URL: srv.URL, DBPath: path, Store: store, t: t, logs: logs}
+	h := api.NewHandler(store, auth.NewTokens([]byte("test secret"), time.Hour), cfg, log, m)
+	return &Server{DBPath: path, Store: store, t: t, logs: logs}, h
 }
 
 // Logs is what the server has logged so far.
