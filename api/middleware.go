@@ -119,6 +119,7 @@ func cors(origins string) func(http.Handler) http.Handler {
 				h.Add("Vary", "Origin")
 				h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
 				h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+				h.Set("Access-Control-Expose-Headers", "Retry-After")
 				h.Set("Access-Control-Max-Age", "600")
 				if r.Method == http.MethodOptions {
 					w.WriteHeader(http.StatusNoContent)

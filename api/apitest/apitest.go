@@ -34,8 +34,9 @@ type Server struct {
 
 // Start serves a new, empty graph until the test ends. The handler has
 // api.DefaultConfig with Debug on, so that responses carry their SQL
-// statement counts, changed by each of opts in turn; it signs tokens with
-// a fixed secret and logs as text into Logs.
+// statement counts, and no rate limits, which tests that sign up and
+// write much from one address would meet; each of opts changes that in
+// turn. It signs tokens with a fixed secret and logs as text into Logs.
 func Start(t testing.TB, opts ...func(*api.Config)) *Server {
 	t.Helper()
 	s, h := newServer(t, opts)
@@ -60,6 +61,7 @@ func newServer(t testing.TB, opts []func(*api.Config)) (*Server, http.Handler) {
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	cfg := api.DefaultConfig()
 	cfg.Debug = true
+	cfg.SignupRate, cfg.MutationRate = api.Rate{}, api.Rate{}
 	for _, opt := range opts {
 		opt(&cfg)
 	}
