@@ -33,12 +33,20 @@ type config struct {
 	noPlayground, noIntrospection bool
 	corsOrigins                   string
 	logFormat                     string
+
+	// Connections (api.ServerConfig) and rate limits per client address;
+	// the rates are N/PERIOD strings, read by check.
+	readTimeout, writeTimeout, idleTimeout, shutdownGrace time.Duration
+	maxConns                                              int
+	rateSignup, rateMutations, clientIPHeader             string
+	signupRate, mutationRate                              api.Rate
 }
 
 // defaultConfig is the configuration before flags and environment; the
 // HTTP handler's defaults are its own (api.DefaultConfig).
 func defaultConfig() config {
 	h := api.DefaultConfig()
+	srv := api.DefaultServerConfig()
 	return config{
 		addr:           ":8080",
 		dsn:            "follows.db",
@@ -51,6 +59,13 @@ func defaultConfig() config {
 		maxBody:        h.MaxBody,
 		requestTimeout: h.RequestTimeout,
 		logFormat:      "text",
+		readTimeout:    srv.ReadTimeout,
+		writeTimeout:   srv.WriteTimeout,
+		idleTimeout:    srv.IdleTimeout,
+		shutdownGrace:  srv.ShutdownGrace,
+		maxConns:       srv.MaxConns,
+		rateSignup:     h.SignupRate.String(),
+		rateMutations:  h.MutationRate.String(),
 	}
 }
 
@@ -192,7 +207,45 @@ func newServerFlags(stderr io.Writer, getenv func(string) string) (*config, *fla
 	fs.BoolVar(&c.noIntrospection, "no-introspection", c.noIntrospection, "refuse introspection queries")
 	fs.Var(choice{&c.logFormat, []string{"text", "json"}}, "log-format", "`format` the server writes its log in (log/slog): text or json")
 	fs.StringVar(&c.corsOrigins, "cors-origins", c.corsOrigins, "comma-separated origins allowed to call /graphql from a browser, or *; none by default")
+	fs.DurationVar(&c.readTimeout, "read-timeout", c.readTimeout, "longest reading a request's headers and body may take; /graphql cuts a body off at -request-timeout too (408)")
+	fs.DurationVar(&c.writeTimeout, "write-timeout", c.writeTimeout, "longest from a request's headers to the end of its answer; keep it above -request-timeout")
+	fs.DurationVar(&c.idleTimeout, "idle-timeout", c.idleTimeout, "how long a kept-alive connection may wait for its next request")
+	fs.IntVar(&c.maxConns, "max-conns", c.maxConns, "most connections open at once; more wait to be accepted (0: no cap)")
+	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", c.shutdownGrace, "on SIGTERM, how long requests in flight may take to finish before the connections left are closed")
+	fs.StringVar(&c.rateSignup, "rate-signup", c.rateSignup, "sign-ups (createUser) one client address may make: N/PERIOD, N at once then N per PERIOD (s, m, h or a duration), or off; more is 429 RATE_LIMITED")
+	fs.StringVar(&c.rateMutations, "rate-mutations", c.rateMutations, "mutation fields one client address may run: N/PERIOD as for -rate-signup, or off")
+	fs.StringVar(&c.clientIPHeader, "client-ip-header", c.clientIPHeader, "`header` (X-Forwarded-For, X-Real-IP) whose last address is the client for the rate limits; set it only behind a proxy that sets it")
 	return c, fs
+}
+
+// check refuses, before anything starts, settings that each parse but do
+// not make sense, and reads the rate limits.
+func (c *config) check() error {
+	var err error
+	if c.signupRate, err = api.ParseRate(c.rateSignup); err != nil {
+		return fmt.Errorf("-rate-signup (%s): %v", envNames("rate-signup")[0], err)
+	}
+	if c.mutationRate, err = api.ParseRate(c.rateMutations); err != nil {
+		return fmt.Errorf("-rate-mutations (%s): %v", envNames("rate-mutations")[0], err)
+	}
+	if c.writeTimeout > 0 && c.writeTimeout <= c.requestTimeout {
+		return fmt.Errorf("-write-timeout %v is not above -request-timeout %v: answers that take long would be cut off unsent", c.writeTimeout, c.requestTimeout)
+	}
+	if c.maxConns < 0 || c.readTimeout < 0 || c.writeTimeout < 0 || c.idleTimeout < 0 || c.shutdownGrace < 0 {
+		return errors.New("-max-conns and the timeouts cannot be negative")
+	}
+	return nil
+}
+
+// serverConfig is what of the configuration the HTTP server reads.
+func (c config) serverConfig() api.ServerConfig {
+	return api.ServerConfig{
+		ReadTimeout:   c.readTimeout,
+		WriteTimeout:  c.writeTimeout,
+		IdleTimeout:   c.idleTimeout,
+		MaxConns:      c.maxConns,
+		ShutdownGrace: c.shutdownGrace,
+	}
 }
 
 // choice is a string flag that takes one of a few values, so that another

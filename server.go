@@ -20,13 +20,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"strconv"
 	"syscall"
-	"time"
 
 	"follows/api"
 	"follows/auth"
@@ -74,6 +72,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	if err := c.check(); err != nil {
+		return err
+	}
 	if c.checkCounts {
 		return checkCounts(ctx, c.dsn, stdout)
 	}
@@ -97,6 +98,9 @@ func (c config) handlerConfig() api.Config {
 		NoPlayground:    c.noPlayground,
 		NoIntrospection: c.noIntrospection,
 		CORSOrigins:     c.corsOrigins,
+		SignupRate:      c.signupRate,
+		MutationRate:    c.mutationRate,
+		ClientIPHeader:  c.clientIPHeader,
 		Debug:           c.debug,
 	}
 }
@@ -132,24 +136,10 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	log.Info("serving GraphQL", "url", "http://"+ln.Addr().String()+"/graphql", "graphiql", "http://"+ln.Addr().String()+"/", "db", c.dsn)
-
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	// Finish the requests in flight, then close the database.
-	log.Info("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	return nil
+	// Until SIGTERM, then the requests in flight finish (within the
+	// grace) before the database closes.
+	return api.NewServer(h, c.serverConfig(), log).Serve(ctx, ln)
 }
 
 // runToken prints a bearer token for an existing user, for admins and

@@ -44,6 +44,12 @@ type Config struct {
 	// Debug adds extensions.debug (SQL statement count and time) to every
 	// response, and serves /debug/pprof.
 	Debug bool
+
+	// Rate limits per client address (see rateLimits); the zero Rate is
+	// none. ClientIPHeader names the header a trusted proxy puts the
+	// client's address in; empty, the client is the connection's peer.
+	SignupRate, MutationRate Rate
+	ClientIPHeader           string
 }
 
 // defaultBatchWait is how long a loader waits for more keys. Lists gather
@@ -61,6 +67,10 @@ func DefaultConfig() Config {
 		MaxOperations:  20,
 		MaxBody:        1 << 20,
 		RequestTimeout: 15 * time.Second,
+		// An address may make 20 accounts at once, then one per 3
+		// minutes; and 300 writes at once, then 5 a second.
+		SignupRate:   Rate{N: 20, Per: time.Hour},
+		MutationRate: Rate{N: 300, Per: time.Minute},
 	}
 }
 
@@ -71,6 +81,7 @@ func NewHandler(store *db.Store, tokens *auth.Tokens, cfg Config, log *slog.Logg
 	res := &resolvers.Resolver{Store: store, Tokens: tokens, BatchWait: cfg.BatchWait, OnBatch: m.Batch, Log: log}
 
 	guard := guardRequest(cfg.MaxBody, cfg.RequestTimeout, m)
+	client := clientAddress(cfg.ClientIPHeader)
 	mux := http.NewServeMux()
 	// A GraphQL request passes these in order, the first outermost.
 	mux.Handle("/graphql", chain(newGraphQL(res, cfg, log, m),
@@ -78,6 +89,7 @@ func NewHandler(store *db.Store, tokens *auth.Tokens, cfg Config, log *slog.Logg
 		cors(cfg.CORSOrigins), // browsers on the listed origins may call
 		httpConventions,       // GraphQL over HTTP's status codes
 		guard,                 // only bodies that can be GraphQL; a deadline
+		client,                // who the rate limits count; their 429
 		tokens.Middleware,     // who the viewer is
 		res.Middleware,        // the request's loaders
 	))
@@ -122,6 +134,7 @@ func newGraphQL(res *resolvers.Resolver, cfg Config, log *slog.Logger, m *Metric
 	gql.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
 	gql.Use(extension.FixedComplexityLimit(cfg.MaxComplexity))
 	gql.Use(Limits{MaxDepth: cfg.MaxDepth, MaxAliases: cfg.MaxAliases, MaxOperations: cfg.MaxOperations})
+	gql.Use(newRateLimits(cfg.SignupRate, cfg.MutationRate))
 	gql.SetErrorPresenter(resolvers.ErrorPresenter(log))
 	gql.SetRecoverFunc(resolvers.Recover(log))
 	gql.Use(responseStats{metrics: m, debug: cfg.Debug})

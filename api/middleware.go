@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -28,7 +29,8 @@ func chain(h http.Handler, mw ...func(http.Handler) http.Handler) http.Handler {
 // guardRequest turns away what cannot be a GraphQL request before gqlgen
 // sees it, with a GraphQL-shaped error that carries a code: bodies over
 // maxBody (413), POST bodies that are not JSON (415, 400). It also gives
-// every request a deadline, which cancels its SQL when it passes.
+// every request a deadline, which cancels its SQL when it passes and cuts
+// off a body still arriving then (408).
 func guardRequest(maxBody int64, timeout time.Duration, m *Metrics) func(http.Handler) http.Handler {
 	requestError := func(w http.ResponseWriter, status int, format string, args ...any) {
 		m.error(CodeBadRequest)
@@ -36,6 +38,7 @@ func guardRequest(maxBody int64, timeout time.Duration, m *Metrics) func(http.Ha
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			deadline := time.Now().Add(timeout)
 			if r.ContentLength > maxBody {
 				requestError(w, http.StatusRequestEntityTooLarge, "the request body is larger than %d bytes", maxBody)
 				return
@@ -46,11 +49,24 @@ func guardRequest(maxBody int64, timeout time.Duration, m *Metrics) func(http.Ha
 					requestError(w, http.StatusUnsupportedMediaType, "send the request as Content-Type: application/json")
 					return
 				}
+				// However slowly a client sends, its body ends at the
+				// deadline. The connection's read deadline is lifted once
+				// the body is in, or it would end the request's context when
+				// it passed; it stays on a body cut off, so that net/http
+				// does not wait for the rest of it.
+				conn := http.NewResponseController(w)
+				conn.SetReadDeadline(deadline)
 				body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+				if err == nil {
+					conn.SetReadDeadline(time.Time{})
+				}
 				var tooLarge *http.MaxBytesError
 				switch {
 				case errors.As(err, &tooLarge):
 					requestError(w, http.StatusRequestEntityTooLarge, "the request body is larger than %d bytes", maxBody)
+					return
+				case errors.Is(err, os.ErrDeadlineExceeded):
+					requestError(w, http.StatusRequestTimeout, "the request body did not arrive within %v", timeout)
 					return
 				case err != nil:
 					requestError(w, http.StatusBadRequest, "the request body could not be read")
@@ -61,7 +77,7 @@ func guardRequest(maxBody int64, timeout time.Duration, m *Metrics) func(http.Ha
 				}
 				r.Body = io.NopCloser(bytes.NewReader(body))
 			}
-			ctx, cancel := context.WithTimeout(r.Context(), timeout)
+			ctx, cancel := context.WithDeadline(r.Context(), deadline)
 			defer cancel()
 			next.ServeHTTP(w, r.WithContext(ctx))
 		})
@@ -103,6 +119,7 @@ func cors(origins string) func(http.Handler) http.Handler {
 				h.Add("Vary", "Origin")
 				h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
 				h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+				h.Set("Access-Control-Expose-Headers", "Retry-After")
 				h.Set("Access-Control-Max-Age", "600")
 				if r.Method == http.MethodOptions {
 					w.WriteHeader(http.StatusNoContent)
@@ -157,6 +174,8 @@ func (w *conventionWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
+func (w *conventionWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 func (w *conventionWriter) Write(b []byte) (int, error) {
 	if w.held != nil {
 		return w.held.Write(b)
@@ -201,3 +220,5 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.status = code
 	w.ResponseWriter.WriteHeader(code)
 }
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -34,9 +34,21 @@ type Server struct {
 
 // Start serves a new, empty graph until the test ends. The handler has
 // api.DefaultConfig with Debug on, so that responses carry their SQL
-// statement counts, changed by each of opts in turn; it signs tokens with
-// a fixed secret and logs as text into Logs.
+// statement counts, and no rate limits, which tests that sign up and
+// write much from one address would meet; each of opts changes that in
+// turn. It signs tokens with a fixed secret and logs as text into Logs.
 func Start(t testing.TB, opts ...func(*api.Config)) *Server {
+	t.Helper()
+	s, h := newServer(t, opts)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	s.URL = srv.URL
+	return s
+}
+
+// newServer opens the store and makes the handler of a Server, which is
+// yet to listen.
+func newServer(t testing.TB, opts []func(*api.Config)) (*Server, http.Handler) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "follows.db")
 	m := api.NewMetrics()
@@ -49,12 +61,12 @@ func Start(t testing.TB, opts ...func(*api.Config)) *Server {
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	cfg := api.DefaultConfig()
 	cfg.Debug = true
+	cfg.SignupRate, cfg.MutationRate = api.Rate{}, api.Rate{}
 	for _, opt := range opts {
 		opt(&cfg)
 	}
-	srv := httptest.NewServer(api.NewHandler(store, auth.NewTokens([]byte("test secret"), time.Hour), cfg, log, m))
-	t.Cleanup(srv.Close)
-	return &Server{URL: srv.URL, DBPath: path, Store: store, t: t, logs: logs}
+	h := api.NewHandler(store, auth.NewTokens([]byte("test secret"), time.Hour), cfg, log, m)
+	return &Server{DBPath: path, Store: store, t: t, logs: logs}, h
 }
 
 // Logs is what the server has logged so far.
