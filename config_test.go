@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"follows/api"
 )
 
 // parseServer reads the server's configuration from args and env as run
@@ -180,6 +182,11 @@ func TestBadConfigValues(t *testing.T) {
 		{[]string{"-log-format", "xml"}, nil, "-log-format"},
 		{[]string{"-max-depth", "deep"}, nil, "-max-depth"},
 		{nil, map[string]string{"FOLLOWS_SECRET_FILE": "/nonexistent/secret"}, "FOLLOWS_SECRET_FILE"},
+		{[]string{"-rate-signup", "lots"}, nil, "-rate-signup"},
+		{nil, map[string]string{"FOLLOWS_RATE_MUTATIONS": "10/fortnight"}, "FOLLOWS_RATE_MUTATIONS"},
+		{[]string{"-rate-mutations", "0/m"}, nil, "-rate-mutations"},
+		{[]string{"-request-timeout", "1m"}, nil, "-write-timeout"},
+		{[]string{"-max-conns", "-1"}, nil, "-max-conns"},
 	} {
 		dir := t.TempDir()
 		args := append([]string{"-check-counts", "-db", filepath.Join(dir, "x.db")}, tc.args...)
@@ -224,4 +231,25 @@ func TestSecretFile(t *testing.T) {
 			t.Errorf("%v %v: %q, want %q", tc.args, tc.env, got, tc.want)
 		}
 	}
+}
+
+// The connection and rate flags reach the server's configuration (values
+// that make no sense are in TestBadConfigValues).
+func TestConnectionAndRateFlags(t *testing.T) {
+	c, _, err := parseServer([]string{"-rate-signup", "5/10m", "-max-conns", "50", "-idle-timeout", "5s"},
+		map[string]string{"FOLLOWS_RATE_MUTATIONS": "off", "FOLLOWS_CLIENT_IP_HEADER": "X-Real-IP"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.check(); err != nil {
+		t.Fatal(err)
+	}
+	h, s := c.handlerConfig(), c.serverConfig()
+	if h.SignupRate != (api.Rate{N: 5, Per: 10 * time.Minute}) || h.MutationRate != (api.Rate{}) || h.ClientIPHeader != "X-Real-IP" {
+		t.Errorf("handler configuration %+v", h)
+	}
+	if want := (api.ServerConfig{ReadTimeout: 20 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 5 * time.Second, MaxConns: 50, ShutdownGrace: 10 * time.Second}); s != want {
+		t.Errorf("server configuration %+v, want %+v", s, want)
+	}
+
 }

@@ -26,7 +26,9 @@ func TestCrashLosesNothingAcknowledged(t *testing.T) {
 	}
 	bin := binary(t)
 	dbPath := filepath.Join(t.TempDir(), "follows.db")
-	cmd, url, _ := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", dbPath, "-secret", "crash")
+	// One address signs up and writes as fast as it can: the rate limits
+	// would stop what the test needs.
+	cmd, url, _ := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", dbPath, "-secret", "crash", "-rate-signup", "off", "-rate-mutations", "off")
 
 	// Enough users that the load makes new follows until the kill.
 	var users []apitest.Account
