@@ -1,23 +1,28 @@
-package resolvers
+package resolvers_test
 
 import (
 	"context"
 	"strconv"
 	"testing"
+
+	"follows/api/apitest"
+	"follows/resolvers"
 )
 
 // A deactivated account may not follow, unfollow, change a follow, block
 // or unblock until it reactivates, whoever it acts on: itself and users
 // that do not exist included, which the store would answer otherwise.
 func TestDeactivatedViewerIsRefused(t *testing.T) {
-	a := newTestAPI(t)
+	a := apitest.Start(t)
 	ctx := context.Background()
-	me, token := a.user("me")
-	other, _ := a.user("other")
-	if _, err := a.store.Follow(ctx, me, other); err != nil {
+	meAccount, otherAccount := a.CreateUser("me"), a.CreateUser("other")
+	token := meAccount.Token
+	me, _ := strconv.ParseInt(meAccount.ID, 10, 64)
+	other, _ := strconv.ParseInt(otherAccount.ID, 10, 64)
+	if _, err := a.Store.Follow(ctx, me, other); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := a.store.SetDeactivated(ctx, me, true); err != nil {
+	if _, _, err := a.Store.SetDeactivated(ctx, me, true); err != nil {
 		t.Fatal(err)
 	}
 	id := func(n int64) string { return strconv.FormatInt(n, 10) }
@@ -35,13 +40,13 @@ func TestDeactivatedViewerIsRefused(t *testing.T) {
 			`mutation($id: ID!) { block(input: {userId: $id}) { alreadyBlocked } }`,
 			`mutation($id: ID!) { unblock(input: {userId: $id}) { wasBlocked } }`,
 		} {
-			r := a.do(token, m, `{"id": "`+target.id+`"}`)
+			r := a.Do(token, m, map[string]any{"id": target.id})
 			if len(r.Errors) != 1 {
 				t.Errorf("%s on %s: errors %+v", m, target.name, r.Errors)
 				continue
 			}
 			e := r.Errors[0]
-			if e.Extensions["code"] != CodeForbidden || e.Message != "your account is deactivated: reactivate it first" {
+			if e.Extensions["code"] != resolvers.CodeForbidden || e.Message != "your account is deactivated: reactivate it first" {
 				t.Errorf("%s on %s: %v %q", m, target.name, e.Extensions["code"], e.Message)
 			}
 		}

@@ -1,11 +1,13 @@
-package resolvers
+package resolvers_test
 
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"strings"
 	"testing"
+
+	"follows/api/apitest"
+	"follows/resolvers"
 )
 
 // A list argument that is out of bounds or not a cursor is reported by the
@@ -13,34 +15,36 @@ import (
 // BAD_USER_INPUT naming the argument; prefetch, which reads the same
 // arguments first, neither reports it nor fails.
 func TestMalformedListArgumentIsTheFieldsToReport(t *testing.T) {
-	a := newTestAPI(t)
-	if _, err := a.store.LoadSample(context.Background()); err != nil {
+	a := apitest.Start(t)
+	if _, err := a.Store.LoadSample(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		query, vars, argument string
+		query    string
+		vars     map[string]any
+		argument string
 	}{
-		{`{ users { nodes { followers(first: 500) { totalCount } } } }`, ``, "first"},
-		{`{ users { nodes { following(first: -1) { totalCount } } } }`, ``, "first"},
-		{`query($n: Int) { users { nodes { mutualFollows(first: $n) { totalCount } } } }`, `{"n": 101}`, "first"},
-		{`{ users { nodes { suggestions(first: 101) { via } } } }`, ``, "first"},
-		{`{ users { nodes { followers(after: "not a cursor") { totalCount } } } }`, ``, "after"},
-		{`query($c: String) { users { nodes { following(after: $c) { totalCount } } } }`, `{"c": 5}`, "after"},
+		{`{ users { nodes { followers(first: 500) { totalCount } } } }`, nil, "first"},
+		{`{ users { nodes { following(first: -1) { totalCount } } } }`, nil, "first"},
+		{`query($n: Int) { users { nodes { mutualFollows(first: $n) { totalCount } } } }`, map[string]any{"n": 101}, "first"},
+		{`{ users { nodes { suggestions(first: 101) { via } } } }`, nil, "first"},
+		{`{ users { nodes { followers(after: "not a cursor") { totalCount } } } }`, nil, "after"},
+		{`query($c: String) { users { nodes { following(after: $c) { totalCount } } } }`, map[string]any{"c": 5}, "after"},
 	} {
-		r := a.do("", c.query, c.vars)
+		r := a.Do("", c.query, c.vars)
 		if len(r.Errors) != 4 {
 			t.Errorf("%s: %d errors, want one for each of the 4 users: %+v", c.query, len(r.Errors), r.Errors)
 			continue
 		}
 		for _, e := range r.Errors {
-			if e.Extensions["code"] != CodeBadUserInput || e.Extensions["argument"] != c.argument ||
+			if e.Extensions["code"] != resolvers.CodeBadUserInput || e.Extensions["argument"] != c.argument ||
 				!strings.HasPrefix(e.Message, c.argument+": ") || len(e.Path) != 4 {
 				t.Errorf("%s: error %+v, want BAD_USER_INPUT for %s at users.nodes.N.field", c.query, e, c.argument)
 			}
 		}
 	}
-	if strings.Contains(a.logs.String(), "prefetch") {
-		t.Errorf("prefetch logged a malformed argument:\n%s", a.logs)
+	if logs := a.Logs(); strings.Contains(logs, "prefetch") {
+		t.Errorf("prefetch logged a malformed argument:\n%s", logs)
 	}
 }
 
@@ -48,18 +52,20 @@ func TestMalformedListArgumentIsTheFieldsToReport(t *testing.T) {
 // resolver, an Int variable sent as a string included, so that the
 // resolvers find their pages loaded: one batch for the whole list.
 func TestPrefetchReadsArgumentsAsTheResolver(t *testing.T) {
-	a := newTestAPI(t)
-	if _, err := a.store.LoadSample(context.Background()); err != nil {
+	a := apitest.Start(t)
+	if _, err := a.Store.LoadSample(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	query := `query($n: Int) { users { nodes { followers(first: $n) { nodes { name } } } } }`
-	for _, vars := range []string{`{"n": 1}`, `{"n": "1"}`, `{}`, `{"n": null}`} {
-		r := a.do("", query, vars)
+	for _, vars := range []map[string]any{{"n": 1}, {"n": "1"}, {}, {"n": nil}} {
+		batches, keys := a.LoaderBatches("followers")
+		r := a.Do("", query, vars)
 		if len(r.Errors) > 0 {
-			t.Fatalf("%s: %+v", vars, r.Errors)
+			t.Fatalf("%v: %+v", vars, r.Errors)
 		}
-		if got := a.batchesOf("followers"); !slices.Equal(got, []int{4}) {
-			t.Errorf("%s: followers batches %v, want one of all 4 users", vars, got)
+		b, k := a.LoaderBatches("followers")
+		if b-batches != 1 || k-keys != 4 {
+			t.Errorf("%v: %d followers batches of %d keys in all, want one of all 4 users", vars, b-batches, k-keys)
 		}
 	}
 	var page struct {
@@ -69,7 +75,7 @@ func TestPrefetchReadsArgumentsAsTheResolver(t *testing.T) {
 			}
 		}
 	}
-	if err := json.Unmarshal(a.do("", query, `{"n": "1"}`).Data, &page); err != nil {
+	if err := json.Unmarshal(a.Do("", query, map[string]any{"n": "1"}).Data, &page); err != nil {
 		t.Fatal(err)
 	}
 	for _, u := range page.Users.Nodes {
@@ -84,11 +90,11 @@ func TestPrefetchReadsArgumentsAsTheResolver(t *testing.T) {
 // that it skipped, and leaves the error to gqlgen's own execution of the
 // selection rather than failing the list's resolver.
 func TestPrefetchSkipsWhatGqlgenCannotCollect(t *testing.T) {
-	a := newTestAPI(t)
-	if _, err := a.store.LoadSample(context.Background()); err != nil {
+	a := apitest.Start(t)
+	if _, err := a.Store.LoadSample(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	r := a.do("", `query($s: Boolean = false) { users { nodes { name followers @skip(if: $s) { totalCount } } } }`, `{"s": null}`)
+	r := a.Do("", `query($s: Boolean = false) { users { nodes { name followers @skip(if: $s) { totalCount } } } }`, map[string]any{"s": nil})
 	if len(r.Errors) == 0 {
 		t.Fatalf("no error: %s", r.Data)
 	}
@@ -97,7 +103,7 @@ func TestPrefetchSkipsWhatGqlgenCannotCollect(t *testing.T) {
 			t.Errorf("the users resolver failed: %+v", e)
 		}
 	}
-	if logs := a.logs.String(); !strings.Contains(logs, "prefetch skipped") || !strings.Contains(logs, "not a boolean") {
+	if logs := a.Logs(); !strings.Contains(logs, "prefetch skipped") || !strings.Contains(logs, "not a boolean") {
 		t.Errorf("prefetch did not log what it skipped:\n%s", logs)
 	}
 }

@@ -1,6 +1,12 @@
 package apitest
 
-import "follows/db"
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"follows/db"
+)
 
 // Account is a user the test signed up, with its bearer token.
 type Account struct {
@@ -54,4 +60,26 @@ func (s *Server) Sample() map[string]Account {
 		s.Follow(users[f[0]], users[f[1]])
 	}
 	return users
+}
+
+// LoaderBatches is how many batches a loader has run so far and how many
+// keys they held together, as /metrics reports them: a test takes the
+// difference across a request to see how the request batched.
+func (s *Server) LoaderBatches(loader string) (batches, keys int) {
+	s.t.Helper()
+	r := s.Raw("GET", "/metrics", "", nil, nil)
+	if r.Status != http.StatusOK {
+		s.t.Fatalf("GET /metrics: %d", r.Status)
+	}
+	label := `{loader="` + loader + `"} `
+	for line := range strings.SplitSeq(string(r.Body), "\n") {
+		if v, ok := strings.CutPrefix(line, "follows_loader_batch_size_count"+label); ok {
+			batches, _ = strconv.Atoi(v)
+		}
+		if v, ok := strings.CutPrefix(line, "follows_loader_batch_size_sum"+label); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			keys = int(f)
+		}
+	}
+	return batches, keys
 }
