@@ -120,7 +120,7 @@ func newGraphQL(res *resolvers.Resolver, cfg Config, log *slog.Logger, m *Metric
 		gql.Use(extension.Introspection{})
 	}
 	gql.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
-	gql.Use(extension.FixedComplexityLimit(cfg.MaxComplexity))
+	gql.Use(&complexityLimit{Max: cfg.MaxComplexity})
 	gql.Use(Limits{MaxDepth: cfg.MaxDepth, MaxAliases: cfg.MaxAliases, MaxOperations: cfg.MaxOperations})
 	gql.SetErrorPresenter(resolvers.ErrorPresenter(log))
 	gql.SetRecoverFunc(resolvers.Recover(log))
