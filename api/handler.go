@@ -36,8 +36,9 @@ type Config struct {
 	MaxBody                                            int64
 	RequestTimeout                                     time.Duration
 	// Limits on a document, checked before it is parsed for gqlgen
-	// (documentLimits).
+	// (documentLimits), and on a response (responseLimits).
 	MaxTokens, MaxSelections, MaxBreadth, MaxOverlaps int
+	MaxErrors, MaxResponse                            int
 
 	NoPlayground, NoIntrospection bool
 	// CORSOrigins lists, comma-separated, the origins allowed to call
@@ -67,6 +68,8 @@ func DefaultConfig() Config {
 		MaxSelections:  5000,
 		MaxBreadth:     100,
 		MaxOverlaps:    10000,
+		MaxErrors:      100,
+		MaxResponse:    4 << 20,
 	}
 }
 
@@ -148,5 +151,6 @@ func newGraphQL(res *resolvers.Resolver, cfg Config, log *slog.Logger, m *Metric
 	gql.SetErrorPresenter(resolvers.ErrorPresenter(log))
 	gql.SetRecoverFunc(resolvers.Recover(log))
 	gql.Use(responseStats{metrics: m, debug: cfg.Debug})
+	gql.Use(responseLimits{MaxErrors: cfg.MaxErrors, MaxBytes: cfg.MaxResponse}) // inside responseStats, which counts what it sends
 	return gql
 }
