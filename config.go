@@ -202,7 +202,7 @@ func newServerFlags(stderr io.Writer, getenv func(string) string) (*config, *fla
 	fs.IntVar(&c.maxTokens, "max-tokens", c.maxTokens, "most tokens a document may have; more is TOKEN_LIMIT_EXCEEDED")
 	fs.IntVar(&c.maxSelections, "max-selections", c.maxSelections, "most selections a document may hold, each fragment spread counting its fragment's; more is SELECTION_LIMIT_EXCEEDED")
 	fs.IntVar(&c.maxBreadth, "max-breadth", c.maxBreadth, "most fields one selection set may hold, with its fragments'; more is BREADTH_LIMIT_EXCEEDED")
-	fs.IntVar(&c.maxOverlaps, "max-overlaps", c.maxOverlaps, "most comparisons checking that fields sharing a response name can merge may take; more is OVERLAP_LIMIT_EXCEEDED")
+	fs.IntVar(&c.maxOverlaps, "max-overlaps", c.maxOverlaps, "most comparisons validation may make to check that fields sharing a response name can merge; more is OVERLAP_LIMIT_EXCEEDED")
 	fs.IntVar(&c.maxErrors, "max-errors", c.maxErrors, "most errors a response reports; the rest are counted in one TOO_MANY_ERRORS")
 	fs.IntVar(&c.maxResponse, "max-response", c.maxResponse, "largest response in bytes; a larger one is replaced by RESPONSE_TOO_LARGE")
 	fs.BoolVar(&c.noPlayground, "no-playground", c.noPlayground, "do not serve GraphiQL at /")
