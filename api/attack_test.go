@@ -30,13 +30,27 @@ func post(s *apitest.Server, body []byte) *http.Request {
 	return req
 }
 
-// refused fails the test unless r is an error with the code want and no
-// server error.
+// refused fails the test unless r is a short answer (under 64 KB), an
+// error with the code want, and no server error.
 func refused(t *testing.T, r apitest.RawResponse, want string) {
 	t.Helper()
+	if len(r.Body) > 64<<10 {
+		t.Fatalf("a refusal of %d KB", len(r.Body)>>10)
+	}
 	if r.Status >= 500 || r.Parsed.Code() != want {
 		t.Fatalf("status %d, code %q, want %q: %.300s", r.Status, r.Parsed.Code(), want, r.Body)
 	}
+}
+
+// repeatAttack posts body n times to s while UnderAttack watches, each
+// refused with the code want.
+func repeatAttack(t *testing.T, s *apitest.Server, n int, body []byte, want string) {
+	t.Helper()
+	s.UnderAttack(func() {
+		for range n {
+			refused(t, s.Send(post(s, body)), want)
+		}
+	})
 }
 
 // refusedWithCode fails the test unless r is an error with a code and no
@@ -88,15 +102,7 @@ func TestAttackAliasedSchema(t *testing.T) {
 	q.WriteString(" }")
 	body := apitest.Body(q.String(), nil)
 	t.Logf("body %d KB", len(body)>>10)
-	s.UnderAttack(func() {
-		for range 10 {
-			r := s.Send(post(s, body))
-			if len(r.Body) > 64<<10 {
-				t.Fatalf("a %d KB request answered %d KB", len(body)>>10, len(r.Body)>>10)
-			}
-			refused(t, r, "TOKEN_LIMIT_EXCEEDED")
-		}
-	})
+	repeatAttack(t, s, 10, body, "TOKEN_LIMIT_EXCEEDED")
 
 	// Within the token limit, introspection counts toward aliases and
 	// complexity as any field does.
@@ -161,12 +167,7 @@ func fragmentBomb(levels int) string {
 func TestAttackNestedFragments(t *testing.T) {
 	s := apitest.Start(t)
 	s.Sample()
-	body := apitest.Body(fragmentBomb(25), nil)
-	s.UnderAttack(func() {
-		for range 20 {
-			refused(t, s.Send(post(s, body)), "SELECTION_LIMIT_EXCEEDED")
-		}
-	})
+	repeatAttack(t, s, 20, apitest.Body(fragmentBomb(25), nil), "SELECTION_LIMIT_EXCEEDED")
 }
 
 // 20,000 repeated __typename (220 KB) took 25 s of CPU in validation,
@@ -174,12 +175,7 @@ func TestAttackNestedFragments(t *testing.T) {
 func TestAttackRepeatedTypename(t *testing.T) {
 	s := apitest.Start(t)
 	s.Sample()
-	body := apitest.Body("{"+strings.Repeat(" __typename", 20000)+" }", nil)
-	s.UnderAttack(func() {
-		for range 20 {
-			refused(t, s.Send(post(s, body)), "TOKEN_LIMIT_EXCEEDED")
-		}
-	})
+	repeatAttack(t, s, 20, apitest.Body("{"+strings.Repeat(" __typename", 20000)+" }", nil), "TOKEN_LIMIT_EXCEEDED")
 }
 
 // A 300 KB request of 100,000 unknown directives answered 29.6 MB of
@@ -187,16 +183,7 @@ func TestAttackRepeatedTypename(t *testing.T) {
 func TestAttackUnknownDirectives(t *testing.T) {
 	s := apitest.Start(t)
 	s.Sample()
-	body := apitest.Body("{ __typename"+strings.Repeat(" @a", 100000)+" }", nil)
-	s.UnderAttack(func() {
-		for range 10 {
-			r := s.Send(post(s, body))
-			if len(r.Body) > 64<<10 {
-				t.Fatalf("a %d KB request answered %d KB", len(body)>>10, len(r.Body)>>10)
-			}
-			refused(t, r, "TOKEN_LIMIT_EXCEEDED")
-		}
-	})
+	repeatAttack(t, s, 10, apitest.Body("{ __typename"+strings.Repeat(" @a", 100000)+" }", nil), "TOKEN_LIMIT_EXCEEDED")
 }
 
 // A 700 KB query string passed with -max-body 10000.
