@@ -32,8 +32,9 @@ const (
 // they are refused, while another client keeps asking ProfileQuery (on a
 // graph made with Sample). It fails the test if a profile request fails
 // or answers slower than the budget, or if the process's peak resident
-// memory (server and client both) passes MaxPeakRSS. Call it from the
-// test's goroutine; attack may fail the test.
+// memory (server and client both) passes MaxPeakRSS. Under the race
+// detector the latency is logged, not checked. Call it from the test's
+// goroutine; attack may fail the test.
 func (s *Server) UnderAttack(attack func()) {
 	s.t.Helper()
 	var idle []time.Duration
@@ -83,7 +84,10 @@ func (s *Server) UnderAttack(attack func()) {
 	if r.err != nil {
 		s.t.Errorf("during the attack, a profile request failed: %v", r.err)
 	}
-	if r.worst > budget {
+	switch {
+	case raceDetector:
+		s.t.Log("the profile query's latency is not checked under the race detector")
+	case r.worst > budget:
 		s.t.Errorf("during the attack, the profile query took up to %v over %d requests; idle it takes %v, the budget is %v",
 			r.worst, r.n, idle[len(idle)/2], budget)
 	}
