@@ -14,10 +14,11 @@ import (
 // definition through every fragment it reaches, and compares pairwise the
 // fields that share a response name (OverlappingFieldsCanBeMerged), so that
 // 20,000 repeated __typename took 25 s; the complexity walk and execution
-// expand a fragment at each of its spreads, so that 1 KB of fragments
-// spreading one another twice took seconds per level. The check parses the
-// document once more, then walks it once, counting each fragment once, so
-// its own cost is linear in the document's size.
+// expand a fragment at each of its spreads, so that 1 KB of fragments each
+// spreading the one before twice took 5.7 s at 25 levels, doubling with
+// each. The check lexes and parses the document once more, then walks it
+// once, counting each fragment once, so that its own cost is about linear
+// in the document's size; the count of comparisons stops at its limit.
 type documentLimits struct {
 	// MaxTokens bounds the tokens (names, punctuation, values, comments)
 	// parsed, and so the memory of a parsed document, about 100 to 400
@@ -50,7 +51,7 @@ func (l documentLimits) check(query string) (tokens int, _ *gqlerror.Error) {
 			break // the parser reports a lexing error
 		}
 		if tokens++; tokens > l.MaxTokens {
-			return tokens, limitError(CodeTokenLimit, "the document has more than %d tokens; at most %d are allowed", l.MaxTokens, l.MaxTokens)
+			return tokens, limitError(CodeTokenLimit, "the document has more than %d tokens, the most a document may have", l.MaxTokens)
 		}
 	}
 	doc, err := parser.ParseQueryWithTokenLimit(src, l.MaxTokens)
