@@ -30,6 +30,11 @@ type config struct {
 	maxBody                                            int64
 	requestTimeout                                     time.Duration
 
+	// Limits on a document, checked before it is parsed for gqlgen, and
+	// on a response (see README, "Limits").
+	maxTokens, maxSelections, maxBreadth, maxOverlaps int
+	maxErrors, maxResponse                            int
+
 	noPlayground, noIntrospection bool
 	corsOrigins                   string
 	logFormat                     string
@@ -58,6 +63,12 @@ func defaultConfig() config {
 		maxOperations:  h.MaxOperations,
 		maxBody:        h.MaxBody,
 		requestTimeout: h.RequestTimeout,
+		maxTokens:      h.MaxTokens,
+		maxSelections:  h.MaxSelections,
+		maxBreadth:     h.MaxBreadth,
+		maxOverlaps:    h.MaxOverlaps,
+		maxErrors:      h.MaxErrors,
+		maxResponse:    h.MaxResponse,
 		logFormat:      "text",
 		readTimeout:    srv.ReadTimeout,
 		writeTimeout:   srv.WriteTimeout,
@@ -201,8 +212,14 @@ func newServerFlags(stderr io.Writer, getenv func(string) string) (*config, *fla
 	fs.IntVar(&c.maxDepth, "max-depth", c.maxDepth, "deepest nesting of fields an operation may have")
 	fs.IntVar(&c.maxAliases, "max-aliases", c.maxAliases, "most aliases an operation may use")
 	fs.IntVar(&c.maxOperations, "max-operations", c.maxOperations, "most operations a document may hold")
-	fs.Int64Var(&c.maxBody, "max-body", c.maxBody, "largest request body in bytes; larger is refused with 413")
+	fs.Int64Var(&c.maxBody, "max-body", c.maxBody, "largest request body, and query string of a GET, in bytes; larger is refused with 413 (414 for a query string)")
 	fs.DurationVar(&c.requestTimeout, "request-timeout", c.requestTimeout, "longest a request may run; its SQL is cancelled then")
+	fs.IntVar(&c.maxTokens, "max-tokens", c.maxTokens, "most tokens a document may have; more is TOKEN_LIMIT_EXCEEDED")
+	fs.IntVar(&c.maxSelections, "max-selections", c.maxSelections, "most selections a document may hold, each fragment spread counting its fragment's; more is SELECTION_LIMIT_EXCEEDED")
+	fs.IntVar(&c.maxBreadth, "max-breadth", c.maxBreadth, "most fields one selection set may hold, with its fragments'; more is BREADTH_LIMIT_EXCEEDED")
+	fs.IntVar(&c.maxOverlaps, "max-overlaps", c.maxOverlaps, "most comparisons validation may make to check that fields sharing a response name can merge; more is OVERLAP_LIMIT_EXCEEDED")
+	fs.IntVar(&c.maxErrors, "max-errors", c.maxErrors, "most errors a response reports; the rest are counted in one TOO_MANY_ERRORS")
+	fs.IntVar(&c.maxResponse, "max-response", c.maxResponse, "largest response in bytes; a larger one is replaced by RESPONSE_TOO_LARGE")
 	fs.BoolVar(&c.noPlayground, "no-playground", c.noPlayground, "do not serve GraphiQL at /")
 	fs.BoolVar(&c.noIntrospection, "no-introspection", c.noIntrospection, "refuse introspection queries")
 	fs.Var(choice{&c.logFormat, []string{"text", "json"}}, "log-format", "`format` the server writes its log in (log/slog): text or json")

@@ -19,7 +19,6 @@ import (
 
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
-	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -36,6 +35,10 @@ type Config struct {
 	MaxComplexity, MaxDepth, MaxAliases, MaxOperations int
 	MaxBody                                            int64
 	RequestTimeout                                     time.Duration
+	// Limits on a document, checked before it is parsed for gqlgen
+	// (documentLimits), and on a response (responseLimits).
+	MaxTokens, MaxSelections, MaxBreadth, MaxOverlaps int
+	MaxErrors, MaxResponse                            int
 
 	NoPlayground, NoIntrospection bool
 	// CORSOrigins lists, comma-separated, the origins allowed to call
@@ -69,8 +72,14 @@ func DefaultConfig() Config {
 		RequestTimeout: 15 * time.Second,
 		// An address may make 20 accounts at once, then one per 3
 		// minutes; and 300 writes at once, then 5 a second.
-		SignupRate:   Rate{N: 20, Per: time.Hour},
-		MutationRate: Rate{N: 300, Per: time.Minute},
+		SignupRate:    Rate{N: 20, Per: time.Hour},
+		MutationRate:  Rate{N: 300, Per: time.Minute},
+		MaxTokens:     15000,
+		MaxSelections: 5000,
+		MaxBreadth:    100,
+		MaxOverlaps:   10000,
+		MaxErrors:     100,
+		MaxResponse:   4 << 20,
 	}
 }
 
@@ -120,6 +129,13 @@ func NewHandler(store *db.Store, tokens *auth.Tokens, cfg Config, log *slog.Logg
 	return mux
 }
 
+// What the query cache (parsed documents, weighed at bytesPerToken a
+// token) and the persisted-query cache (query texts) may hold.
+const (
+	queryCacheBytes     = 32 << 20
+	persistedCacheBytes = 8 << 20
+)
+
 // newGraphQL is gqlgen's server for the schema, with its transports,
 // caches, limits and the extension that records each response.
 func newGraphQL(res *resolvers.Resolver, cfg Config, log *slog.Logger, m *Metrics) *handler.Server {
@@ -127,16 +143,27 @@ func newGraphQL(res *resolvers.Resolver, cfg Config, log *slog.Logger, m *Metric
 	gql.AddTransport(transport.Options{})
 	gql.AddTransport(transport.GET{})
 	gql.AddTransport(transport.POST{})
-	gql.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	// Both caches keep only what admission accepted, bounded in bytes.
+	queries := newAcceptedCache[*ast.QueryDocument](1000, queryCacheBytes)
+	persisted := newAcceptedCache[string](1000, persistedCacheBytes)
+	gql.SetQueryCache(queries)
+	gql.SetParserTokenLimit(cfg.MaxTokens)
 	if !cfg.NoIntrospection {
 		gql.Use(extension.Introspection{})
 	}
-	gql.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
-	gql.Use(extension.FixedComplexityLimit(cfg.MaxComplexity))
+	gql.Use(extension.AutomaticPersistedQuery{Cache: persisted})
+	gql.Use(&complexityLimit{Max: cfg.MaxComplexity})
 	gql.Use(Limits{MaxDepth: cfg.MaxDepth, MaxAliases: cfg.MaxAliases, MaxOperations: cfg.MaxOperations})
 	gql.Use(newRateLimits(cfg.SignupRate, cfg.MutationRate))
+	// After the other limits: it checks the document once the persisted
+	// query is known, and accepts it once every other limit has passed.
+	gql.Use(admission{
+		limits:  documentLimits{MaxTokens: cfg.MaxTokens, MaxSelections: cfg.MaxSelections, MaxBreadth: cfg.MaxBreadth, MaxOverlaps: cfg.MaxOverlaps},
+		queries: queries, persisted: persisted,
+	})
 	gql.SetErrorPresenter(resolvers.ErrorPresenter(log))
 	gql.SetRecoverFunc(resolvers.Recover(log))
 	gql.Use(responseStats{metrics: m, debug: cfg.Debug})
+	gql.Use(responseLimits{MaxErrors: cfg.MaxErrors, MaxBytes: cfg.MaxResponse}) // inside responseStats, which counts what it sends
 	return gql
 }

@@ -15,12 +15,20 @@ const (
 	CodeDepthLimit      = "DEPTH_LIMIT_EXCEEDED"
 	CodeAliasLimit      = "ALIAS_LIMIT_EXCEEDED"
 	CodeOperationLimit  = "OPERATION_LIMIT_EXCEEDED"
+
+	// Checked on the text before gqlgen parses and validates it
+	// (documentLimits).
+	CodeTokenLimit     = "TOKEN_LIMIT_EXCEEDED"
+	CodeSelectionLimit = "SELECTION_LIMIT_EXCEEDED"
+	CodeBreadthLimit   = "BREADTH_LIMIT_EXCEEDED"
+	CodeOverlapLimit   = "OVERLAP_LIMIT_EXCEEDED"
 )
 
 // Limits refuses operations nested deeper than MaxDepth, using more than
 // MaxAliases aliases, or sent in a document of more than MaxOperations
-// operations. The complexity limit bounds the work; these bound what a
-// request can make the server parse and walk.
+// operations. The complexity limit bounds the work, and documentLimits
+// what a document costs to parse and validate; these bound the shape of
+// what one operation asks.
 type Limits struct {
 	MaxDepth, MaxAliases, MaxOperations int
 }
@@ -37,17 +45,13 @@ func (l Limits) MutateOperationContext(ctx context.Context, oc *graphql.Operatio
 	if n := len(oc.Doc.Operations); n > l.MaxOperations {
 		return limitError(CodeOperationLimit, "the document holds %d operations; at most %d are allowed", n, l.MaxOperations)
 	}
-	op := oc.Doc.Operations.ForName(oc.OperationName)
-	if op == nil {
-		return nil
+	w := walker{doc: oc.Doc, fragments: map[fragmentWalk]shape{}}
+	got := w.walk(oc.Operation.SelectionSet, true)
+	if got.depth > l.MaxDepth {
+		return limitError(CodeDepthLimit, "the operation is nested %d deep; at most %d is allowed", got.depth, l.MaxDepth)
 	}
-	w := walker{doc: oc.Doc, visiting: map[string]bool{}}
-	w.walk(op.SelectionSet, 1)
-	if w.depth > l.MaxDepth {
-		return limitError(CodeDepthLimit, "the operation is nested %d deep; at most %d is allowed", w.depth, l.MaxDepth)
-	}
-	if w.aliases > l.MaxAliases {
-		return limitError(CodeAliasLimit, "the operation uses %d aliases; at most %d are allowed", w.aliases, l.MaxAliases)
+	if got.aliases > l.MaxAliases {
+		return limitError(CodeAliasLimit, "the operation uses %d aliases; at most %d are allowed", got.aliases, l.MaxAliases)
 	}
 	return nil
 }
@@ -58,40 +62,62 @@ func limitError(code, format string, args ...any) *gqlerror.Error {
 	return e
 }
 
-// walker measures an operation's depth and counts its aliases, following
-// fragment spreads (validation has already refused cycles; visiting guards
-// against them anyway).
+// walker measures an operation's depth and counts its aliases. Each
+// fragment is walked once (for each way of counting depth), however often
+// it is spread.
 type walker struct {
-	doc            *ast.QueryDocument
-	visiting       map[string]bool
-	depth, aliases int
+	doc       *ast.QueryDocument
+	fragments map[fragmentWalk]shape
 }
 
-func (w *walker) walk(set ast.SelectionSet, depth int) {
+type fragmentWalk struct {
+	name       string
+	countDepth bool
+}
+
+// shape is what walker measures of a selection set: how deep its fields
+// nest, and how many aliases it uses.
+type shape struct{ depth, aliases int }
+
+// walk measures set. Introspection's nesting (__schema, __type and below)
+// is as deep as the schema's type references and the schema bounds it, so
+// it does not count toward depth; its aliases count.
+func (w *walker) walk(set ast.SelectionSet, countDepth bool) shape {
+	var got shape
 	for _, sel := range set {
+		var sub shape
 		switch s := sel.(type) {
 		case *ast.Field:
-			if s.Name == "__schema" || s.Name == "__type" {
-				// Introspection is as deep as the schema's type
-				// references, and the schema bounds it.
-				continue
+			introspection := s.Name == "__schema" || s.Name == "__type"
+			sub = w.walk(s.SelectionSet, countDepth && !introspection)
+			if countDepth && !introspection {
+				sub.depth++
 			}
-			w.depth = max(w.depth, depth)
 			if s.Alias != "" && s.Alias != s.Name {
-				w.aliases++
+				sub.aliases = satAdd(sub.aliases, 1)
 			}
-			w.walk(s.SelectionSet, depth+1)
 		case *ast.InlineFragment:
-			w.walk(s.SelectionSet, depth)
+			sub = w.walk(s.SelectionSet, countDepth)
 		case *ast.FragmentSpread:
-			if w.visiting[s.Name] {
-				continue
-			}
-			if def := w.doc.Fragments.ForName(s.Name); def != nil {
-				w.visiting[s.Name] = true
-				w.walk(def.SelectionSet, depth)
-				w.visiting[s.Name] = false
+			k := fragmentWalk{s.Name, countDepth}
+			var ok bool
+			if sub, ok = w.fragments[k]; !ok {
+				w.fragments[k] = shape{} // validation refused cycles; this ends one anyway
+				if def := w.doc.Fragments.ForName(s.Name); def != nil {
+					sub = w.walk(def.SelectionSet, countDepth)
+				}
+				w.fragments[k] = sub
 			}
 		}
+		got.depth = max(got.depth, sub.depth)
+		got.aliases = satAdd(got.aliases, sub.aliases)
 	}
+	return got
+}
+
+// satAdd adds counts that a client chooses, which can double with each
+// level of fragments, without overflowing.
+func satAdd(a, b int) int {
+	const ceiling = 1 << 50
+	return min(a+b, ceiling)
 }

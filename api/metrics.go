@@ -26,16 +26,21 @@ type Metrics struct {
 // choose the names, and an unbounded label set would grow without end.
 const maxOperationLabels = 200
 
+// refusedLabel counts the requests refused before they ran (a document
+// that does not parse or validate, or over a limit), whatever their
+// operation's name.
+const refusedLabel = "refused"
+
 // NewMetrics makes the metrics, with the Go runtime's and the process's
 // collectors, in a registry of their own.
 func NewMetrics() *Metrics {
 	m := &Metrics{
 		registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "follows_graphql_requests_total", Help: "GraphQL operations run, by operation name.",
+			Name: "follows_graphql_requests_total", Help: "GraphQL operations, by operation name; refused for those refused before they ran.",
 		}, []string{"operation"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "follows_graphql_request_duration_seconds", Help: "Time to answer a GraphQL operation, by operation name.",
+			Name: "follows_graphql_request_duration_seconds", Help: "Time to answer a GraphQL operation, by operation name; refused for those refused before they ran.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}, []string{"operation"}),
 		statements: prometheus.NewHistogram(prometheus.HistogramOpts{

@@ -28,9 +28,9 @@ func chain(h http.Handler, mw ...func(http.Handler) http.Handler) http.Handler {
 
 // guardRequest turns away what cannot be a GraphQL request before gqlgen
 // sees it, with a GraphQL-shaped error that carries a code: bodies over
-// maxBody (413), POST bodies that are not JSON (415, 400). It also gives
-// every request a deadline, which cancels its SQL when it passes and cuts
-// off a body still arriving then (408).
+// maxBody (413), query strings over it (414), POST bodies that are not
+// JSON (415, 400). It also gives every request a deadline, which cancels
+// its SQL when it passes and cuts off a body still arriving then (408).
 func guardRequest(maxBody int64, timeout time.Duration, m *Metrics) func(http.Handler) http.Handler {
 	requestError := func(w http.ResponseWriter, status int, format string, args ...any) {
 		m.error(CodeBadRequest)
@@ -41,6 +41,11 @@ func guardRequest(maxBody int64, timeout time.Duration, m *Metrics) func(http.Ha
 			deadline := time.Now().Add(timeout)
 			if r.ContentLength > maxBody {
 				requestError(w, http.StatusRequestEntityTooLarge, "the request body is larger than %d bytes", maxBody)
+				return
+			}
+			if int64(len(r.URL.RawQuery)) > maxBody {
+				// A GET carries its request in the query string.
+				requestError(w, http.StatusRequestURITooLong, "the query string is longer than %d bytes", maxBody)
 				return
 			}
 			if r.Method == http.MethodPost {

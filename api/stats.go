@@ -10,8 +10,8 @@ import (
 )
 
 // responseStats is where what a GraphQL response did is recorded, once:
-// its operation's name and latency and its errors' codes go to the
-// metrics, the name to the request log, and with Debug the request's SQL
+// its operation's name (refused, for a request refused before it ran) and
+// latency and its errors' codes go to the metrics, the name to the request log, and with Debug the request's SQL
 // statistics (counted by db since logRequests began them) to
 // extensions.debug.
 type responseStats struct {
@@ -39,7 +39,14 @@ func (x responseStats) InterceptResponse(ctx context.Context, next graphql.Respo
 			op = oc.Operation.Name
 		}
 	}
-	x.metrics.operation(op, time.Since(start))
+	// Clients choose operation names, and the metrics keep a bounded set
+	// of them: only requests that passed every limit may take one, so
+	// that documents refused for their shape cannot fill it.
+	label := refusedLabel
+	if accepted(ctx) {
+		label = op
+	}
+	x.metrics.operation(label, time.Since(start))
 	for _, e := range resp.Errors {
 		code, _ := e.Extensions["code"].(string)
 		x.metrics.error(code)

@@ -1,0 +1,6 @@
+//go:build !race
+
+package apitest
+
+// raceDetector: see race.go.
+const raceDetector = false
