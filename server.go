@@ -25,6 +25,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -207,7 +208,7 @@ func checkCounts(ctx context.Context, dsn string, stdout io.Writer) error {
 // what a DBA reviews before the server applies it.
 func runSchema(args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	fs := newFlagSet("follows schema", stderr, getenv)
-	dialect := fs.String("dialect", "sqlite", "sqlite or sqlserver")
+	dialect := fs.String("dialect", "sqlite", strings.Join(db.Dialects, ", "))
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

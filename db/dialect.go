@@ -70,6 +70,8 @@ func dialectFor(dsn string) (*dialect, string, error) {
 	switch {
 	case strings.HasPrefix(dsn, "sqlserver://"):
 		return sqlserverDialect().finish(), dsn, nil
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		return postgresDialect().finish(), dsn, nil
 	case dsn == "":
 		return nil, "", errors.New("no database given")
 	default:

@@ -2,7 +2,6 @@ package db
 
 import (
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -85,25 +84,11 @@ JOIN Users AS u ON u.Id = s.Id`
 const sqlserverTime = "2006-01-02T15:04:05.0000000"
 
 func sqlserverPages(kind listKind, qs []PageQuery) (string, []any) {
-	batch := make([][5]any, len(qs))
-	for i, q := range qs {
-		c := q.After
-		if c.IsZero() {
-			c = endOfList
-		}
-		batch[i] = [5]any{i, q.User, q.First + 1, c.At.UTC().Format(sqlserverTime), min(c.ID, math.MaxInt32)}
-	}
-	b, _ := json.Marshal(batch)
-	return sqlserverListTexts[kind], []any{string(b)}
+	return sqlserverListTexts[kind], []any{jsonPages(qs, sqlserverTime)}
 }
 
 func sqlserverSuggestions(qs []SuggestionQuery) (string, []any) {
-	batch := make([][3]any, len(qs))
-	for i, q := range qs {
-		batch[i] = [3]any{i, q.User, q.First}
-	}
-	b, _ := json.Marshal(batch)
-	return sqlserverSuggestionsText, []any{string(b)}
+	return sqlserverSuggestionsText, []any{jsonSuggestions(qs)}
 }
 
 // rebindAtP numbers the store's "?" placeholders as go-mssqldb's @p1,

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"follows/db/pgtest"
 )
 
 // openTestStore opens a store on a fresh SQLite file in a temporary folder.
@@ -29,7 +31,8 @@ type opener func(t *testing.T) *Store
 
 // TestStore runs the store's behaviour tests against every dialect: SQLite
 // always, on a fresh file each; SQL Server when MSSQL_DSN names one (its
-// tables are emptied before each test), and otherwise says it skipped.
+// tables are emptied before each test); PostgreSQL when POSTGRES_DSN names
+// a server (a fresh database each). Without them it says it skipped.
 func TestStore(t *testing.T) {
 	suite := map[string]func(*testing.T, opener){
 		"SampleGraph":                     testSampleGraph,
@@ -49,11 +52,15 @@ func TestStore(t *testing.T) {
 	}{
 		{"sqlite", openTestStore},
 		{"sqlserver", openSQLServer},
+		{"postgres", openPostgres},
 	}
 	for _, d := range dialects {
 		t.Run(d.name, func(t *testing.T) {
 			if d.name == "sqlserver" && os.Getenv("MSSQL_DSN") == "" {
 				t.Skip(sqlserverSkip)
+			}
+			if d.name == "postgres" && !pgtest.Available() {
+				t.Skip(pgtest.SkipMessage("the PostgreSQL store suite"))
 			}
 			for name, test := range suite {
 				t.Run(name, func(t *testing.T) { test(t, d.open) })
@@ -81,6 +88,18 @@ func openSQLServer(t *testing.T) *Store {
 			t.Fatalf("empty the tables: %v", err)
 		}
 	}
+	return s
+}
+
+// openPostgres opens a store on a new database of the server POSTGRES_DSN
+// names, dropped when the test ends.
+func openPostgres(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), pgtest.DSN(t, "the PostgreSQL store suite"))
+	if err != nil {
+		t.Fatalf("open PostgreSQL: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
 	return s
 }
 
@@ -206,7 +225,7 @@ func testDeleteUserRemovesBothDirections(t *testing.T, open opener) {
 		t.Errorf("deleted follows = %d, want 3", n)
 	}
 	var rows []string
-	r, err := s.db.Query(`SELECT a.Name, b.Name FROM Follows f JOIN Users a ON a.Id = f.FollowerId JOIN Users b ON b.Id = f.FolloweeId ORDER BY 1, 2`)
+	r, err := s.db.Query(s.d.rebind(`SELECT a.Name, b.Name FROM Follows f JOIN Users a ON a.Id = f.FollowerId JOIN Users b ON b.Id = f.FolloweeId ORDER BY 1, 2`))
 	if err != nil {
 		t.Fatal(err)
 	}
