@@ -108,7 +108,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 // writeStatements are the statements that write transactions run.
 func (s *Store) writeStatements() []string {
 	return []string{s.d.insertFollow, s.d.insertUser, deleteFollow,
-		selectPairUsers, deleteUserFollows, deleteUserBlocks, deleteUser, countPairBlocks,
+		s.d.selectPairUsers, s.d.lockAroundUser, deleteUserFollows, deleteUserBlocks, deleteUser, countPairBlocks,
 		updateFollow, selectFollow, insertBlock, deletePairFollows, deleteBlock,
 		deactivateUser, reactivateUser, recountAround, selectUserByID}
 }

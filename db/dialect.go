@@ -29,6 +29,18 @@ type dialect struct {
 	// the driver error wrapped for logs.
 	classify func(error) error
 
+	// actLock and aroundLock lock, until the transaction ends, the users
+	// a write transaction reads first, always in Id order, so that no two
+	// transactions wait for each other's users: actLock the two it acts
+	// on (see requireUsers), so that neither is deleted, deactivated or
+	// blocked meanwhile and writers of the same users queue; aroundLock
+	// a user being deleted or deactivated and the users around it, whose
+	// counts that changes (see lockAround). SQLite's write lock covers
+	// both: it has neither.
+	actLock, aroundLock lockClause
+	// selectPairUsers and lockAroundUser are the reads that take them.
+	selectPairUsers, lockAroundUser string
+
 	// insertFollow inserts (FollowerId, FolloweeId) unless present and
 	// returns the new row's CreatedAt; no row when the pair existed.
 	insertFollow string
@@ -84,5 +96,12 @@ func dialectFor(dsn string) (*dialect, string, error) {
 func (d *dialect) finish() *dialect {
 	d.usersByID = `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id IN (` + d.idSet + `)`
 	d.recountIDs = recountUsers(d.idSet)
+	d.selectPairUsers = `SELECT ` + userColumns + ` FROM Users AS u` + d.actLock.hint + ` WHERE u.Id IN (?, ?) ORDER BY u.Id` + d.actLock.suffix
+	d.lockAroundUser = `SELECT u.Id FROM Users AS u` + d.aroundLock.hint + ` WHERE u.Id IN (` + aroundUser + `) ORDER BY u.Id` + d.aroundLock.suffix
 	return d
 }
+
+// lockClause is how a dialect's SELECT locks the rows it reads: hint
+// follows the table's alias (SQL Server's table hints), suffix ends the
+// statement (PostgreSQL's FOR ...).
+type lockClause struct{ hint, suffix string }

@@ -43,6 +43,14 @@ func postgresDialect() *dialect {
 		scanTime: scanPostgresTime,
 		classify: classifyPostgres,
 		arg:      postgresArg,
+		// Row locks that queue for each other: FOR NO KEY UPDATE is what
+		// the count trigger's UPDATE takes anyway, so taking it first
+		// costs no concurrency. FOR SHARE would deadlock two follows of
+		// one user, each waiting for the other's share to turn into the
+		// trigger's update. FOR UPDATE, for a delete, also waits for the
+		// foreign-key checks of follows being inserted by other writers.
+		actLock:    lockClause{suffix: " FOR NO KEY UPDATE"},
+		aroundLock: lockClause{suffix: " FOR UPDATE"},
 		// The column default sets CreatedAt (clock_timestamp(), in
 		// microseconds); a conflict with an existing or concurrent follow of
 		// the pair returns no row, and the follow is "already".

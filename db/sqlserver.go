@@ -37,6 +37,10 @@ func sqlserverDialect() *dialect {
 		scanTime: scanSQLServerTime,
 		classify: classifySQLServer,
 		arg:      sqlserverArg,
+		// UPDLOCK queues writers of the same users (two U locks conflict,
+		// a reader's S lock does not), HOLDLOCK keeps it to the commit.
+		actLock:    lockClause{hint: " WITH (UPDLOCK, HOLDLOCK)"},
+		aroundLock: lockClause{hint: " WITH (UPDLOCK, HOLDLOCK)"},
 		// OUTPUT ... INTO, because SQL Server refuses a bare OUTPUT clause
 		// on a table with triggers (error 334), and Follows has the count
 		// triggers. UPDLOCK, HOLDLOCK makes the existence check and the

@@ -45,6 +45,8 @@ func TestStore(t *testing.T) {
 		"BatchMatchesSingleQueries":       testBatchMatchesSingleQueries,
 		"CountsStayExact":                 testCountsStayExact,
 		"BlocksAndDeactivation":           testBlocksAndDeactivation,
+		"CountsReadAfterTheWrite":         testCountsReadAfterTheWrite,
+		"DeleteUserWhileItFollows":        testDeleteUserWhileItFollows,
 	}
 	dialects := []struct {
 		name string
@@ -576,5 +578,142 @@ func testBlocksAndDeactivation(t *testing.T, open opener) {
 	s.rawQueryRow(`SELECT COUNT(*) FROM Blocks`).Scan(&left)
 	if left != 0 {
 		t.Errorf("%d block rows left after deleting alice", left)
+	}
+}
+
+// The counts a follow or unfollow returns are the database's after the
+// write, in its own transaction: twenty concurrent follows of one user
+// return each follower count from 1 to 20 once, and twenty concurrent
+// unfollows each from 19 to 0 once. (Adding one in Go to what was read
+// before the write under-reports on a server database, where the others
+// commit in between.)
+func testCountsReadAfterTheWrite(t *testing.T, open opener) {
+	s := open(t)
+	ctx := context.Background()
+	star, err := s.CreateUser(ctx, "star")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fans []int64
+	for i := range 20 {
+		u, err := s.CreateUser(ctx, fmt.Sprintf("fan%02d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fans = append(fans, u.ID)
+	}
+	for _, step := range []struct {
+		name      string
+		do        func(fan int64) (followers, following int, err error)
+		following int // each fan's, after
+		want      []int
+	}{
+		{"follow", func(fan int64) (int, int, error) {
+			f, err := s.Follow(ctx, fan, star.ID)
+			return f.Followee.FollowerCount, f.Follower.FollowingCount, err
+		}, 1, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}},
+		{"unfollow", func(fan int64) (int, int, error) {
+			u, err := s.Unfollow(ctx, fan, star.ID)
+			return u.Followee.FollowerCount, u.Follower.FollowingCount, err
+		}, 0, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}},
+	} {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var got []int
+		for _, fan := range fans {
+			wg.Go(func() {
+				followers, following, err := step.do(fan)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					t.Errorf("%s by %d: %v", step.name, fan, err)
+					return
+				}
+				if following != step.following {
+					t.Errorf("%s by %d: the fan's following count = %d, want %d", step.name, fan, following, step.following)
+				}
+				got = append(got, followers)
+			})
+		}
+		wg.Wait()
+		slices.Sort(got)
+		if !slices.Equal(got, step.want) {
+			t.Errorf("follower counts the %d concurrent %ss returned = %v, want each of %v once", len(fans), step.name, got, step.want)
+		}
+	}
+}
+
+// A user deleted while it follows others and is followed, concurrently:
+// the delete succeeds (no follow by the user lands between its statements
+// and trips a foreign key), and each follow either happened before it or
+// finds a user gone, with the error a client is told for that.
+func testDeleteUserWhileItFollows(t *testing.T, open opener) {
+	s := open(t)
+	ctx := context.Background()
+	var others []int64
+	for i := range 8 {
+		u, err := s.CreateUser(ctx, fmt.Sprintf("other%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		others = append(others, u.ID)
+	}
+	for round := range 8 {
+		victim, err := s.CreateUser(ctx, fmt.Sprintf("victim%d", round))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		started := make(chan struct{}, len(others))
+		for _, other := range others {
+			wg.Go(func() {
+				// A bounded storm: SQLite's writers wait for the write
+				// lock without a queue, and an unbounded one starves some.
+				for n := range 40 {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					// The victim follows and unfollows (its follow rows
+					// are the ones that do not cascade); the other follows it.
+					var err error
+					if n%2 == 0 {
+						_, err = s.Follow(ctx, victim.ID, other)
+					} else {
+						_, err = s.Unfollow(ctx, victim.ID, other)
+					}
+					if err != nil && !errors.Is(err, ErrFollowerNotFound) {
+						t.Errorf("round %d: the victim's follow of %d: %v, want success or ErrFollowerNotFound", round, other, err)
+					}
+					if _, err := s.Follow(ctx, other, victim.ID); err != nil && !errors.Is(err, ErrNotFound) {
+						t.Errorf("round %d: follow of the victim by %d: %v, want success or ErrNotFound", round, other, err)
+					}
+					if n == 0 {
+						started <- struct{}{}
+					}
+				}
+			})
+		}
+		for range others {
+			<-started
+		}
+		if _, err := s.DeleteUser(ctx, victim.ID); err != nil {
+			t.Errorf("round %d: delete a user who is following: %v", round, err)
+		}
+		close(stop)
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+		var left int
+		s.rawQueryRow(`SELECT COUNT(*) FROM Follows WHERE FollowerId = ? OR FolloweeId = ?`, victim.ID, victim.ID).Scan(&left)
+		if left != 0 {
+			t.Errorf("round %d: %d follow rows of the deleted user left", round, left)
+		}
+		if drift, err := s.CheckCounts(ctx, false); err != nil || len(drift) > 0 {
+			t.Errorf("round %d: drift %+v, %v", round, drift, err)
+		}
 	}
 }
