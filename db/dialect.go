@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
 )
 
 // dialect is the seam between SQL databases: how to connect, which
@@ -18,6 +19,10 @@ type dialect struct {
 	name   string // also the folder of its migrations
 	driver string
 	goose  goose.Dialect
+	// sessionLocker, if not nil, makes the lock that one instance holds
+	// while it migrates, the others waiting for it. SQLite has none that
+	// outlasts a transaction (see migrate).
+	sessionLocker func() (lock.SessionLocker, error)
 
 	configure func(*sql.DB)
 	// rebind turns the store's "?" placeholders into the driver's own.

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
 )
 
 // PostgreSQL, through pgx's database/sql driver, for teams that run several
@@ -43,6 +44,11 @@ func postgresDialect() *dialect {
 		scanTime: scanPostgresTime,
 		classify: classifyPostgres,
 		arg:      postgresArg,
+		sessionLocker: func() (lock.SessionLocker, error) {
+			// An advisory lock held by the migrating session: the other
+			// instances poll for it each second, for up to five minutes.
+			return lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
+		},
 		// Row locks that queue for each other: FOR NO KEY UPDATE is what
 		// the count trigger's UPDATE takes anyway, so taking it first
 		// costs no concurrency. FOR SHARE would deadlock two follows of

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"cloud.google.com/go/civil"
 	mssql "github.com/microsoft/go-mssqldb"
 	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
 )
 
 // SQL Server, through go-mssqldb, for teams that run several server
@@ -37,6 +39,9 @@ func sqlserverDialect() *dialect {
 		scanTime: scanSQLServerTime,
 		classify: classifySQLServer,
 		arg:      sqlserverArg,
+		sessionLocker: func() (lock.SessionLocker, error) {
+			return appLock{resource: "follows-migrations", timeout: 5 * time.Minute}, nil
+		},
 		// UPDLOCK queues writers of the same users (two U locks conflict,
 		// a reader's S lock does not), HOLDLOCK keeps it to the commit.
 		actLock:    lockClause{hint: " WITH (UPDLOCK, HOLDLOCK)"},
@@ -93,6 +98,42 @@ func sqlserverPages(kind listKind, qs []PageQuery) (string, []any) {
 
 func sqlserverSuggestions(qs []SuggestionQuery) (string, []any) {
 	return sqlserverSuggestionsText, []any{jsonSuggestions(qs)}
+}
+
+// appLock is goose's SessionLocker on SQL Server: an exclusive
+// application lock owned by the session, which SQL Server also releases
+// when the connection ends, however it ends.
+type appLock struct {
+	resource string
+	timeout  time.Duration
+}
+
+func (l appLock) SessionLock(ctx context.Context, conn *sql.Conn) error {
+	var rc int
+	err := conn.QueryRowContext(ctx, `DECLARE @rc int;
+EXEC @rc = sp_getapplock @Resource = @p1, @LockMode = 'Exclusive', @LockOwner = 'Session', @LockTimeout = @p2;
+SELECT @rc`, l.resource, int32(l.timeout.Milliseconds())).Scan(&rc)
+	if err != nil {
+		return fmt.Errorf("sp_getapplock %s: %w", l.resource, err)
+	}
+	if rc < 0 { // -1 timed out, -2 cancelled, -3 deadlock victim, -999 bad call
+		return fmt.Errorf("sp_getapplock %s: returned %d", l.resource, rc)
+	}
+	return nil
+}
+
+func (l appLock) SessionUnlock(ctx context.Context, conn *sql.Conn) error {
+	var rc int
+	err := conn.QueryRowContext(ctx, `DECLARE @rc int;
+EXEC @rc = sp_releaseapplock @Resource = @p1, @LockOwner = 'Session';
+SELECT @rc`, l.resource).Scan(&rc)
+	if err != nil {
+		return fmt.Errorf("sp_releaseapplock %s: %w", l.resource, err)
+	}
+	if rc < 0 {
+		return fmt.Errorf("sp_releaseapplock %s: returned %d", l.resource, rc)
+	}
+	return nil
 }
 
 // rebindAtP numbers the store's "?" placeholders as go-mssqldb's @p1,
