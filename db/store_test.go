@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"follows/db/pgtest"
 )
@@ -47,6 +48,7 @@ func TestStore(t *testing.T) {
 		"BlocksAndDeactivation":           testBlocksAndDeactivation,
 		"CountsReadAfterTheWrite":         testCountsReadAfterTheWrite,
 		"DeleteUserWhileItFollows":        testDeleteUserWhileItFollows,
+		"TimesRoundTrip":                  testTimesRoundTrip,
 	}
 	dialects := []struct {
 		name string
@@ -715,5 +717,50 @@ func testDeleteUserWhileItFollows(t *testing.T, open opener) {
 		if drift, err := s.CheckCounts(ctx, false); err != nil || len(drift) > 0 {
 			t.Errorf("round %d: drift %+v, %v", round, drift, err)
 		}
+	}
+}
+
+// A follow's time is the same wherever it is read: in the follow's
+// outcome, in the list, in UTC, as the API prints it (seven fractional
+// digits) and reads it back; and as a cursor it pages after exactly its
+// entry.
+func testTimesRoundTrip(t *testing.T, open opener) {
+	s := open(t)
+	ctx := context.Background()
+	var ids []int64
+	for _, name := range []string{"star", "a", "b"} {
+		u, err := s.CreateUser(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, u.ID)
+	}
+	star, a, b := ids[0], ids[1], ids[2]
+	fa, err := s.Follow(ctx, a, star)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb, err := s.Follow(ctx, b, star)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.FollowPages(ctx, Followers, []PageQuery{{User: star, First: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := p[0].Edges; len(e) != 2 || !e[0].At.Equal(fb.At) || !e[1].At.Equal(fa.At) || e[0].At.Location() != time.UTC {
+		t.Fatalf("listed %+v, want b at %v then a at %v, in UTC", e, fb.At, fa.At)
+	}
+	const printed = "2006-01-02T15:04:05.0000000Z07:00" // the Time scalar's form
+	back, err := time.Parse(time.RFC3339Nano, fb.At.Format(printed))
+	if err != nil || !back.Equal(fb.At) {
+		t.Fatalf("%v printed and read back is %v, %v", fb.At, back, err)
+	}
+	next, err := s.FollowPages(ctx, Followers, []PageQuery{{User: star, First: 10, After: Cursor{At: back, ID: b}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(next[0].Edges); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("after b's entry: %v, want [a]", got)
 	}
 }
