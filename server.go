@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -134,7 +135,7 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 		return err
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	log.Info("serving GraphQL", "url", "http://"+ln.Addr().String()+"/graphql", "graphiql", "http://"+ln.Addr().String()+"/", "db", c.dsn)
+	log.Info("serving GraphQL", "url", "http://"+ln.Addr().String()+"/graphql", "graphiql", "http://"+ln.Addr().String()+"/", "db", redacted(c.dsn))
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -218,4 +219,13 @@ func runSchema(args []string, stdout, stderr io.Writer, getenv func(string) stri
 	}
 	_, err = io.WriteString(stdout, script)
 	return err
+}
+
+// redacted is a DSN fit for a log: a server database's URL without its
+// password.
+func redacted(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return dsn
 }
