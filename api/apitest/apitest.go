@@ -53,7 +53,7 @@ func Each(t *testing.T, fn func(t *testing.T, d Database)) {
 	for _, d := range Databases {
 		t.Run(string(d), func(t *testing.T) {
 			if d == Postgres && !pgtest.Available() {
-				t.Skip(pgtest.SkipMessage("the HTTP tests on PostgreSQL"))
+				t.Skip(pgtest.SkipMessage("the PostgreSQL run of the HTTP tests"))
 			}
 			fn(t, d)
 		})
@@ -79,7 +79,7 @@ func (d Database) Start(t testing.TB, opts ...func(*api.Config)) *Server {
 		path = filepath.Join(t.TempDir(), "follows.db")
 		dsn = path
 	case Postgres:
-		dsn = pgtest.DSN(t, "the HTTP tests on PostgreSQL")
+		dsn = pgtest.DSN(t, "the PostgreSQL run of the HTTP tests")
 	default:
 		t.Fatalf("no database %q", d)
 	}
