@@ -184,7 +184,7 @@ func newFlags(name string, stderr io.Writer, getenv func(string) string) (*confi
 
 // flags registers the settings shared by the server and its subcommands.
 func (c *config) flags(fs *flagSet) {
-	fs.StringVar(&c.dsn, "db", c.dsn, "database: a SQLite path or file: URI, or sqlserver://user:pass@host:1433?database=NAME")
+	fs.StringVar(&c.dsn, "db", c.dsn, "database: a SQLite path or file: URI, sqlserver://user:pass@host:1433?database=NAME, or postgres://user:pass@host:5432/NAME")
 	fs.StringVar(&c.secret, "secret", c.secret, "secret that signs bearer tokens; every instance needs the same one")
 	fs.Func("secret-file", "`file` holding the -secret, so that it stays off the command line; a trailing newline is ignored", func(path string) error {
 		b, err := os.ReadFile(path)

@@ -326,6 +326,7 @@ func TestSchemaSubcommand(t *testing.T) {
 	for dialect, want := range map[string]string{
 		"sqlserver": "CONSTRAINT [FK_Follows_Users_FolloweeId] FOREIGN KEY ([FolloweeId]) REFERENCES [Users] ([Id]) ON DELETE CASCADE,",
 		"sqlite":    `CONSTRAINT "PK_Follows" PRIMARY KEY ("FollowerId", "FolloweeId")`,
+		"postgres":  `CREATE UNIQUE INDEX "IX_Users_Name" ON "Users" (lower("Name"));`,
 	} {
 		var out, errs strings.Builder
 		dir := t.TempDir()

@@ -20,10 +20,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"follows/api"
@@ -142,7 +144,7 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	log.Info("serving GraphQL", "url", "http://"+ln.Addr().String()+"/graphql", "graphiql", "http://"+ln.Addr().String()+"/", "db", c.dsn)
+	log.Info("serving GraphQL", "url", "http://"+ln.Addr().String()+"/graphql", "graphiql", "http://"+ln.Addr().String()+"/", "db", redacted(c.dsn))
 	// Until SIGTERM, then the requests in flight finish (within the
 	// grace) before the database closes.
 	return api.NewServer(h, c.serverConfig(), log).Serve(ctx, ln)
@@ -203,7 +205,7 @@ func checkCounts(ctx context.Context, dsn string, stdout io.Writer) error {
 // what a DBA reviews before the server applies it.
 func runSchema(args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	fs := newFlagSet("follows schema", stderr, getenv)
-	dialect := fs.String("dialect", "sqlite", "sqlite or sqlserver")
+	dialect := fs.String("dialect", "sqlite", strings.Join(db.Dialects, ", "))
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -213,4 +215,13 @@ func runSchema(args []string, stdout, stderr io.Writer, getenv func(string) stri
 	}
 	_, err = io.WriteString(stdout, script)
 	return err
+}
+
+// redacted is a DSN fit for a log: a server database's URL without its
+// password.
+func redacted(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return dsn
 }

@@ -83,7 +83,7 @@ func PlanAdoption(ctx context.Context, dsn string) (Plan, error) {
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 			return Plan{Shape: ShapeNew}, nil
 		}
-		connStr = "file:" + path + "?mode=ro"
+		connStr = "file:" + path + "?mode=ro&_pragma=busy_timeout(10000)"
 	}
 	sqlDB, err := sql.Open(d.driver, connStr)
 	if err != nil {

@@ -2,6 +2,8 @@ package db
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 )
 
@@ -112,6 +114,9 @@ const (
 // rather than 0.3 s. Deactivation is rare; one rule is worth it.
 func (s *Store) SetDeactivated(ctx context.Context, id int64, deactivated bool) (u User, changed bool, err error) {
 	err = s.inTx(ctx, func(r runner) error {
+		if err := lockAround(ctx, r, id); err != nil {
+			return err
+		}
 		stmt, args := reactivateUser, []any{id}
 		if deactivated {
 			stmt, args = deactivateUser, []any{s.d.timeArg(nowUTC()), id}
@@ -129,7 +134,11 @@ func (s *Store) SetDeactivated(ctx context.Context, id int64, deactivated bool) 
 				return err
 			}
 		}
-		return r.queryRow(ctx, selectUserByID, []any{id}, u.scanDest()...)
+		err = r.queryRow(ctx, selectUserByID, []any{id}, u.scanDest()...)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		return err
 	})
 	if err != nil {
 		return User{}, false, fmt.Errorf("set user %d deactivated=%v: %w", id, deactivated, err)

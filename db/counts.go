@@ -37,10 +37,14 @@ func recountUsers(affected string) string {
 WHERE Id IN (` + affected + `)`
 }
 
+// aroundUser selects a user (id, three times), the users it follows and
+// those who follow it: whose counts its deactivation or deletion changes.
+const aroundUser = `SELECT FolloweeId FROM Follows WHERE FollowerId = ?
+  UNION SELECT FollowerId FROM Follows WHERE FolloweeId = ? UNION SELECT ?`
+
 // recountAround recounts, after a user's (id, three times) deactivation or
-// reactivation, the users it follows, those who follow it, and itself.
-var recountAround = recountUsers(`SELECT FolloweeId FROM Follows WHERE FollowerId = ?
-  UNION SELECT FollowerId FROM Follows WHERE FolloweeId = ? UNION SELECT ?`)
+// reactivation, the users around it (aroundUser).
+var recountAround = recountUsers(aroundUser)
 
 var checkCounts = `SELECT * FROM (
   SELECT ` + userColumns + `, ` + followerCount("u.Id") + ` AS Followers, ` + followingCount("u.Id") + ` AS Following

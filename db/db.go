@@ -108,7 +108,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 // writeStatements are the statements that write transactions run.
 func (s *Store) writeStatements() []string {
 	return []string{s.d.insertFollow, s.d.insertUser, deleteFollow,
-		selectPairUsers, deleteUserFollows, deleteUserBlocks, deleteUser, countPairBlocks,
+		s.d.selectPairUsers, s.d.lockAroundUser, deleteUserFollows, deleteUserBlocks, deleteUser, countPairBlocks,
 		updateFollow, selectFollow, insertBlock, deletePairFollows, deleteBlock,
 		deactivateUser, reactivateUser, recountAround, selectUserByID}
 }
@@ -132,14 +132,45 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("migrations for %s: %w", s.d.name, err)
 	}
-	p, err := goose.NewProvider(s.d.goose, s.db, fsys)
+	var opts []goose.ProviderOption
+	if s.d.sessionLocker != nil {
+		l, err := s.d.sessionLocker()
+		if err != nil {
+			return fmt.Errorf("migration lock: %w", err)
+		}
+		opts = append(opts, goose.WithSessionLocker(l))
+	}
+	p, err := goose.NewProvider(s.d.goose, s.db, fsys, opts...)
 	if err != nil {
 		return fmt.Errorf("prepare migrations: %w", err)
 	}
-	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("apply migrations: %w", err)
+	// Without a session lock (SQLite), instances started together race:
+	// each lists what is pending, then applies each migration in a
+	// transaction that waits for the write lock. The loser's migration
+	// fails on what the winner's made (every migration creates or alters
+	// something, so a second run is refused), rolls back whole, and Up
+	// runs again, to find it applied. Each lost race follows another
+	// instance's progress, so the reruns are bounded.
+	for attempt := 0; ; attempt++ {
+		_, err := p.Up(ctx)
+		if err == nil {
+			return nil
+		}
+		if s.d.sessionLocker != nil || attempt >= len(p.ListSources()) || !appliedMeanwhile(ctx, p, err) {
+			return fmt.Errorf("apply migrations: %w", err)
+		}
 	}
-	return nil
+}
+
+// appliedMeanwhile reports whether the migration that failed with err is
+// applied now, by another instance.
+func appliedMeanwhile(ctx context.Context, p *goose.Provider, err error) bool {
+	var pe *goose.PartialError
+	if !errors.As(err, &pe) || pe.Failed == nil {
+		return false
+	}
+	v, verr := p.GetDBVersion(ctx)
+	return verr == nil && v >= pe.Failed.Source.Version
 }
 
 // Stats counts the SQL statements run on behalf of one request, so that

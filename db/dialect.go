@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
 )
 
 // dialect is the seam between SQL databases: how to connect, which
@@ -18,6 +19,10 @@ type dialect struct {
 	name   string // also the folder of its migrations
 	driver string
 	goose  goose.Dialect
+	// sessionLocker, if not nil, makes the lock that one instance holds
+	// while it migrates, the others waiting for it. SQLite has none that
+	// outlasts a transaction (see migrate).
+	sessionLocker func() (lock.SessionLocker, error)
 
 	configure func(*sql.DB)
 	// rebind turns the store's "?" placeholders into the driver's own.
@@ -28,6 +33,18 @@ type dialect struct {
 	// classify maps driver errors to the store's sentinel errors, keeping
 	// the driver error wrapped for logs.
 	classify func(error) error
+
+	// actLock and aroundLock lock, until the transaction ends, the users
+	// a write transaction reads first, always in Id order, so that no two
+	// transactions wait for each other's users: actLock the two it acts
+	// on (see requireUsers), so that neither is deleted, deactivated or
+	// blocked meanwhile and writers of the same users queue; aroundLock
+	// a user being deleted or deactivated and the users around it, whose
+	// counts that changes (see lockAround). SQLite's write lock covers
+	// both: it has neither.
+	actLock, aroundLock lockClause
+	// selectPairUsers and lockAroundUser are the reads that take them.
+	selectPairUsers, lockAroundUser string
 
 	// insertFollow inserts (FollowerId, FolloweeId) unless present and
 	// returns the new row's CreatedAt; no row when the pair existed.
@@ -70,6 +87,8 @@ func dialectFor(dsn string) (*dialect, string, error) {
 	switch {
 	case strings.HasPrefix(dsn, "sqlserver://"):
 		return sqlserverDialect().finish(), dsn, nil
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		return postgresDialect().finish(), dsn, nil
 	case dsn == "":
 		return nil, "", errors.New("no database given")
 	default:
@@ -82,5 +101,12 @@ func dialectFor(dsn string) (*dialect, string, error) {
 func (d *dialect) finish() *dialect {
 	d.usersByID = `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id IN (` + d.idSet + `)`
 	d.recountIDs = recountUsers(d.idSet)
+	d.selectPairUsers = `SELECT ` + userColumns + ` FROM Users AS u` + d.actLock.hint + ` WHERE u.Id IN (?, ?) ORDER BY u.Id` + d.actLock.suffix
+	d.lockAroundUser = `SELECT u.Id FROM Users AS u` + d.aroundLock.hint + ` WHERE u.Id IN (` + aroundUser + `) ORDER BY u.Id` + d.aroundLock.suffix
 	return d
 }
+
+// lockClause is how a dialect's SELECT locks the rows it reads: hint
+// follows the table's alias (SQL Server's table hints), suffix ends the
+// statement (PostgreSQL's FOR ...).
+type lockClause struct{ hint, suffix string }

@@ -18,7 +18,6 @@ type Pair struct {
 // writeStatements).
 const (
 	deleteFollow    = `DELETE FROM Follows WHERE FollowerId = ? AND FolloweeId = ?`
-	selectPairUsers = `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id IN (?, ?)`
 	countPairBlocks = `SELECT COUNT(*) FROM Blocks WHERE (BlockerId = ? AND BlockedId = ?) OR (BlockerId = ? AND BlockedId = ?)`
 	updateFollow    = `UPDATE Follows SET Muted = COALESCE(?, Muted), NotificationsEnabled = COALESCE(?, NotificationsEnabled)
 WHERE FollowerId = ? AND FolloweeId = ?`
@@ -64,13 +63,14 @@ func (s *Store) Follow(ctx context.Context, follower, followee int64) (Follow, e
 			return err
 		}
 		if !f.Already {
-			// What the count triggers just did. On SQLite the transaction
-			// holds the write lock from its start, so nothing else moved
-			// the counts meanwhile; on SQL Server a concurrent follow of
-			// either user may have, and the counts are as this transaction
-			// read them plus its own follow.
-			f.Follower.FollowingCount++
-			f.Followee.FollowerCount++
+			// Read back what the count triggers did, rather than add one
+			// in Go to what was read before: the payload's counts are the
+			// database's after the write, whatever committed since that
+			// read (on a server database at READ COMMITTED, anything that
+			// did not wait for the rows' locks).
+			if f.Follower, f.Followee, err = requireUsers(ctx, r, follower, followee); err != nil {
+				return err
+			}
 		}
 		f.At, err = s.d.scanTime(raw)
 		return err
@@ -101,9 +101,12 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee int64) (Unfollo
 			return err
 		}
 		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
 		if u.Was = n > 0; u.Was {
-			u.Follower.FollowingCount--
-			u.Followee.FollowerCount--
+			// Read back, as Follow does.
+			u.Follower, u.Followee, err = requireUsers(ctx, r, follower, followee)
 		}
 		return err
 	})
@@ -115,9 +118,13 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee int64) (Unfollo
 
 // requireUsers reads, inside the write transaction, both ends of a follow,
 // so that the caller learns which one is missing rather than meeting an
-// anonymous foreign key failure.
+// anonymous foreign key failure. It locks both rows (the dialect's
+// actLock) until the transaction ends: on a server database no one deletes
+// or deactivates them meanwhile, and a user being deleted is found
+// missing here, once the delete commits, rather than tripping a foreign
+// key later.
 func requireUsers(ctx context.Context, r runner, follower, followee int64) (User, User, error) {
-	rows, err := r.query(ctx, selectPairUsers, follower, followee)
+	rows, err := r.query(ctx, r.s.d.selectPairUsers, follower, followee)
 	if err != nil {
 		return User{}, User{}, err
 	}

@@ -1,6 +1,10 @@
 package db
 
-import "strings"
+import (
+	"encoding/json"
+	"math"
+	"strings"
+)
 
 // The per-user lists and the conditions that every dialect's statements
 // share. A dialect writes how it batches a list query (SQLite: UNION ALL
@@ -94,4 +98,33 @@ func suggestionCandidates(param, user string) string {
           AND NOT EXISTS (SELECT 1 FROM Follows AS f3 WHERE f3.FollowerId = ` + user + ` AND f3.FolloweeId = f2.FolloweeId)
           AND ` + notBlocked(user, "f2.FolloweeId") + `
         GROUP BY f2.FolloweeId`
+}
+
+// jsonPages is a batch of page queries as one JSON parameter, for the
+// dialects that read it as a table: per query, its position, the user,
+// how many rows (First+1: the extra one tells that another page follows),
+// the cursor's time in layout and its id. A first page's cursor is one
+// past the end of every list.
+func jsonPages(qs []PageQuery, layout string) string {
+	batch := make([][5]any, len(qs))
+	for i, q := range qs {
+		c := q.After
+		if c.IsZero() {
+			c = endOfList
+		}
+		batch[i] = [5]any{i, q.User, q.First + 1, c.At.UTC().Format(layout), min(c.ID, math.MaxInt32)}
+	}
+	b, _ := json.Marshal(batch)
+	return string(b)
+}
+
+// jsonSuggestions is a batch of suggestion queries as one JSON parameter:
+// per query, its position, the user and how many.
+func jsonSuggestions(qs []SuggestionQuery) string {
+	batch := make([][3]any, len(qs))
+	for i, q := range qs {
+		batch[i] = [3]any{i, q.User, q.First}
+	}
+	b, _ := json.Marshal(batch)
+	return string(b)
 }

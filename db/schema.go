@@ -8,7 +8,7 @@ import (
 )
 
 // Dialects are the database kinds the store speaks.
-var Dialects = []string{"sqlite", "sqlserver"}
+var Dialects = []string{"sqlite", "sqlserver", "postgres"}
 
 // SchemaScript returns the DDL the migrations apply for a dialect, in
 // order, as one script a DBA can review or run by hand: what goose runs

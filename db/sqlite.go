@@ -76,7 +76,7 @@ RETURNING CreatedAt`,
 		insertUser: `INSERT INTO Users (Name) VALUES (?) RETURNING Id`,
 		idSet:      `SELECT value FROM json_each(?)`,
 		userByName: `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Name = ? COLLATE NOCASE`,
-		listUsers:  `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id > ? AND ` + active("u") + ` ORDER BY u.Id LIMIT ?`,
+		listUsers:  listUsersLimit,
 		followsExist: `SELECT f.FollowerId, f.FolloweeId, f.Muted, f.NotificationsEnabled FROM json_each(?) AS p
 JOIN Follows AS f ON f.FollowerId = p.value ->> 0 AND f.FolloweeId = p.value ->> 1`,
 		blocksExist: `SELECT b.BlockerId, b.BlockedId FROM json_each(?) AS p
@@ -93,6 +93,9 @@ JOIN Blocks AS b ON b.BlockerId = p.value ->> 0 AND b.BlockedId = p.value ->> 1`
 	d.suggestionsQuery = sqliteSuggestions
 	return d
 }
+
+// listUsersLimit is ListUsers' statement where LIMIT is the way to say it.
+var listUsersLimit = `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id > ? AND ` + active("u") + ` ORDER BY u.Id LIMIT ?`
 
 func parseSQLiteTime(s string) (time.Time, error) {
 	// Rows written by other programs may carry fewer fractional digits or

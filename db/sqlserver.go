@@ -1,8 +1,8 @@
 package db
 
 import (
+	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -13,6 +13,7 @@ import (
 	"cloud.google.com/go/civil"
 	mssql "github.com/microsoft/go-mssqldb"
 	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
 )
 
 // SQL Server, through go-mssqldb, for teams that run several server
@@ -38,6 +39,13 @@ func sqlserverDialect() *dialect {
 		scanTime: scanSQLServerTime,
 		classify: classifySQLServer,
 		arg:      sqlserverArg,
+		sessionLocker: func() (lock.SessionLocker, error) {
+			return appLock{resource: "follows-migrations", timeout: 5 * time.Minute}, nil
+		},
+		// UPDLOCK queues writers of the same users (two U locks conflict,
+		// a reader's S lock does not), HOLDLOCK keeps it to the commit.
+		actLock:    lockClause{hint: " WITH (UPDLOCK, HOLDLOCK)"},
+		aroundLock: lockClause{hint: " WITH (UPDLOCK, HOLDLOCK)"},
 		// OUTPUT ... INTO, because SQL Server refuses a bare OUTPUT clause
 		// on a table with triggers (error 334), and Follows has the count
 		// triggers. UPDLOCK, HOLDLOCK makes the existence check and the
@@ -85,25 +93,47 @@ JOIN Users AS u ON u.Id = s.Id`
 const sqlserverTime = "2006-01-02T15:04:05.0000000"
 
 func sqlserverPages(kind listKind, qs []PageQuery) (string, []any) {
-	batch := make([][5]any, len(qs))
-	for i, q := range qs {
-		c := q.After
-		if c.IsZero() {
-			c = endOfList
-		}
-		batch[i] = [5]any{i, q.User, q.First + 1, c.At.UTC().Format(sqlserverTime), min(c.ID, math.MaxInt32)}
-	}
-	b, _ := json.Marshal(batch)
-	return sqlserverListTexts[kind], []any{string(b)}
+	return sqlserverListTexts[kind], []any{jsonPages(qs, sqlserverTime)}
 }
 
 func sqlserverSuggestions(qs []SuggestionQuery) (string, []any) {
-	batch := make([][3]any, len(qs))
-	for i, q := range qs {
-		batch[i] = [3]any{i, q.User, q.First}
+	return sqlserverSuggestionsText, []any{jsonSuggestions(qs)}
+}
+
+// appLock is goose's SessionLocker on SQL Server: an exclusive
+// application lock owned by the session, which SQL Server also releases
+// when the connection ends, however it ends.
+type appLock struct {
+	resource string
+	timeout  time.Duration
+}
+
+func (l appLock) SessionLock(ctx context.Context, conn *sql.Conn) error {
+	var rc int
+	err := conn.QueryRowContext(ctx, `DECLARE @rc int;
+EXEC @rc = sp_getapplock @Resource = @p1, @LockMode = 'Exclusive', @LockOwner = 'Session', @LockTimeout = @p2;
+SELECT @rc`, l.resource, int32(l.timeout.Milliseconds())).Scan(&rc)
+	if err != nil {
+		return fmt.Errorf("sp_getapplock %s: %w", l.resource, err)
 	}
-	b, _ := json.Marshal(batch)
-	return sqlserverSuggestionsText, []any{string(b)}
+	if rc < 0 { // -1 timed out, -2 cancelled, -3 deadlock victim, -999 bad call
+		return fmt.Errorf("sp_getapplock %s: returned %d", l.resource, rc)
+	}
+	return nil
+}
+
+func (l appLock) SessionUnlock(ctx context.Context, conn *sql.Conn) error {
+	var rc int
+	err := conn.QueryRowContext(ctx, `DECLARE @rc int;
+EXEC @rc = sp_releaseapplock @Resource = @p1, @LockOwner = 'Session';
+SELECT @rc`, l.resource).Scan(&rc)
+	if err != nil {
+		return fmt.Errorf("sp_releaseapplock %s: %w", l.resource, err)
+	}
+	if rc < 0 {
+		return fmt.Errorf("sp_releaseapplock %s: returned %d", l.resource, rc)
+	}
+	return nil
 }
 
 // rebindAtP numbers the store's "?" placeholders as go-mssqldb's @p1,

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"follows/db/pgtest"
 )
 
 // openTestStore opens a store on a fresh SQLite file in a temporary folder.
@@ -29,7 +32,8 @@ type opener func(t *testing.T) *Store
 
 // TestStore runs the store's behaviour tests against every dialect: SQLite
 // always, on a fresh file each; SQL Server when MSSQL_DSN names one (its
-// tables are emptied before each test), and otherwise says it skipped.
+// tables are emptied before each test); PostgreSQL when POSTGRES_DSN names
+// a server (a fresh database each). Without them it says it skipped.
 func TestStore(t *testing.T) {
 	suite := map[string]func(*testing.T, opener){
 		"SampleGraph":                     testSampleGraph,
@@ -42,6 +46,9 @@ func TestStore(t *testing.T) {
 		"BatchMatchesSingleQueries":       testBatchMatchesSingleQueries,
 		"CountsStayExact":                 testCountsStayExact,
 		"BlocksAndDeactivation":           testBlocksAndDeactivation,
+		"CountsReadAfterTheWrite":         testCountsReadAfterTheWrite,
+		"DeleteUserWhileItFollows":        testDeleteUserWhileItFollows,
+		"TimesRoundTrip":                  testTimesRoundTrip,
 	}
 	dialects := []struct {
 		name string
@@ -49,11 +56,15 @@ func TestStore(t *testing.T) {
 	}{
 		{"sqlite", openTestStore},
 		{"sqlserver", openSQLServer},
+		{"postgres", openPostgres},
 	}
 	for _, d := range dialects {
 		t.Run(d.name, func(t *testing.T) {
 			if d.name == "sqlserver" && os.Getenv("MSSQL_DSN") == "" {
 				t.Skip(sqlserverSkip)
+			}
+			if d.name == "postgres" && !pgtest.Available() {
+				t.Skip(pgtest.SkipMessage("the PostgreSQL store suite"))
 			}
 			for name, test := range suite {
 				t.Run(name, func(t *testing.T) { test(t, d.open) })
@@ -81,6 +92,18 @@ func openSQLServer(t *testing.T) *Store {
 			t.Fatalf("empty the tables: %v", err)
 		}
 	}
+	return s
+}
+
+// openPostgres opens a store on a new database of the server POSTGRES_DSN
+// names, dropped when the test ends.
+func openPostgres(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), pgtest.DSN(t, "the PostgreSQL store suite"))
+	if err != nil {
+		t.Fatalf("open PostgreSQL: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
 	return s
 }
 
@@ -206,7 +229,7 @@ func testDeleteUserRemovesBothDirections(t *testing.T, open opener) {
 		t.Errorf("deleted follows = %d, want 3", n)
 	}
 	var rows []string
-	r, err := s.db.Query(`SELECT a.Name, b.Name FROM Follows f JOIN Users a ON a.Id = f.FollowerId JOIN Users b ON b.Id = f.FolloweeId ORDER BY 1, 2`)
+	r, err := s.db.Query(s.d.rebind(`SELECT a.Name, b.Name FROM Follows f JOIN Users a ON a.Id = f.FollowerId JOIN Users b ON b.Id = f.FolloweeId ORDER BY 1, 2`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -557,5 +580,187 @@ func testBlocksAndDeactivation(t *testing.T, open opener) {
 	s.rawQueryRow(`SELECT COUNT(*) FROM Blocks`).Scan(&left)
 	if left != 0 {
 		t.Errorf("%d block rows left after deleting alice", left)
+	}
+}
+
+// The counts a follow or unfollow returns are the database's after the
+// write, in its own transaction: twenty concurrent follows of one user
+// return each follower count from 1 to 20 once, and twenty concurrent
+// unfollows each from 19 to 0 once. (Adding one in Go to what was read
+// before the write under-reports on a server database, where the others
+// commit in between.)
+func testCountsReadAfterTheWrite(t *testing.T, open opener) {
+	s := open(t)
+	ctx := context.Background()
+	star, err := s.CreateUser(ctx, "star")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fans []int64
+	for i := range 20 {
+		u, err := s.CreateUser(ctx, fmt.Sprintf("fan%02d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fans = append(fans, u.ID)
+	}
+	for _, step := range []struct {
+		name      string
+		do        func(fan int64) (followers, following int, err error)
+		following int // each fan's, after
+		want      []int
+	}{
+		{"follow", func(fan int64) (int, int, error) {
+			f, err := s.Follow(ctx, fan, star.ID)
+			return f.Followee.FollowerCount, f.Follower.FollowingCount, err
+		}, 1, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}},
+		{"unfollow", func(fan int64) (int, int, error) {
+			u, err := s.Unfollow(ctx, fan, star.ID)
+			return u.Followee.FollowerCount, u.Follower.FollowingCount, err
+		}, 0, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}},
+	} {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var got []int
+		for _, fan := range fans {
+			wg.Go(func() {
+				followers, following, err := step.do(fan)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					t.Errorf("%s by %d: %v", step.name, fan, err)
+					return
+				}
+				if following != step.following {
+					t.Errorf("%s by %d: the fan's following count = %d, want %d", step.name, fan, following, step.following)
+				}
+				got = append(got, followers)
+			})
+		}
+		wg.Wait()
+		slices.Sort(got)
+		if !slices.Equal(got, step.want) {
+			t.Errorf("follower counts the %d concurrent %ss returned = %v, want each of %v once", len(fans), step.name, got, step.want)
+		}
+	}
+}
+
+// A user deleted while it follows others and is followed, concurrently:
+// the delete succeeds (no follow by the user lands between its statements
+// and trips a foreign key), and each follow either happened before it or
+// finds a user gone, with the error a client is told for that.
+func testDeleteUserWhileItFollows(t *testing.T, open opener) {
+	s := open(t)
+	ctx := context.Background()
+	var others []int64
+	for i := range 8 {
+		u, err := s.CreateUser(ctx, fmt.Sprintf("other%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		others = append(others, u.ID)
+	}
+	for round := range 8 {
+		victim, err := s.CreateUser(ctx, fmt.Sprintf("victim%d", round))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		started := make(chan struct{}, len(others))
+		for _, other := range others {
+			wg.Go(func() {
+				// A bounded storm: SQLite's writers wait for the write
+				// lock without a queue, and an unbounded one starves some.
+				for n := range 40 {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					// The victim follows and unfollows (its follow rows
+					// are the ones that do not cascade); the other follows it.
+					var err error
+					if n%2 == 0 {
+						_, err = s.Follow(ctx, victim.ID, other)
+					} else {
+						_, err = s.Unfollow(ctx, victim.ID, other)
+					}
+					if err != nil && !errors.Is(err, ErrFollowerNotFound) {
+						t.Errorf("round %d: the victim's follow of %d: %v, want success or ErrFollowerNotFound", round, other, err)
+					}
+					if _, err := s.Follow(ctx, other, victim.ID); err != nil && !errors.Is(err, ErrNotFound) {
+						t.Errorf("round %d: follow of the victim by %d: %v, want success or ErrNotFound", round, other, err)
+					}
+					if n == 0 {
+						started <- struct{}{}
+					}
+				}
+			})
+		}
+		for range others {
+			<-started
+		}
+		if _, err := s.DeleteUser(ctx, victim.ID); err != nil {
+			t.Errorf("round %d: delete a user who is following: %v", round, err)
+		}
+		close(stop)
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+		var left int
+		s.rawQueryRow(`SELECT COUNT(*) FROM Follows WHERE FollowerId = ? OR FolloweeId = ?`, victim.ID, victim.ID).Scan(&left)
+		if left != 0 {
+			t.Errorf("round %d: %d follow rows of the deleted user left", round, left)
+		}
+		if drift, err := s.CheckCounts(ctx, false); err != nil || len(drift) > 0 {
+			t.Errorf("round %d: drift %+v, %v", round, drift, err)
+		}
+	}
+}
+
+// A follow's time is the same wherever it is read: in the follow's
+// outcome, in the list, in UTC, as the API prints it (seven fractional
+// digits) and reads it back; and as a cursor it pages after exactly its
+// entry.
+func testTimesRoundTrip(t *testing.T, open opener) {
+	s := open(t)
+	ctx := context.Background()
+	var ids []int64
+	for _, name := range []string{"star", "a", "b"} {
+		u, err := s.CreateUser(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, u.ID)
+	}
+	star, a, b := ids[0], ids[1], ids[2]
+	fa, err := s.Follow(ctx, a, star)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb, err := s.Follow(ctx, b, star)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.FollowPages(ctx, Followers, []PageQuery{{User: star, First: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := p[0].Edges; len(e) != 2 || !e[0].At.Equal(fb.At) || !e[1].At.Equal(fa.At) || e[0].At.Location() != time.UTC {
+		t.Fatalf("listed %+v, want b at %v then a at %v, in UTC", e, fb.At, fa.At)
+	}
+	const printed = "2006-01-02T15:04:05.0000000Z07:00" // the Time scalar's form
+	back, err := time.Parse(time.RFC3339Nano, fb.At.Format(printed))
+	if err != nil || !back.Equal(fb.At) {
+		t.Fatalf("%v printed and read back is %v, %v", fb.At, back, err)
+	}
+	next, err := s.FollowPages(ctx, Followers, []PageQuery{{User: star, First: 10, After: Cursor{At: back, ID: b}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(next[0].Edges); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("after b's entry: %v, want [a]", got)
 	}
 }

@@ -131,8 +131,16 @@ const (
 // in either direction, in one transaction. It does not rely on ON DELETE CASCADE: only
 // FolloweeId cascades, so the rows where the user is the follower would
 // otherwise block the delete. It returns how many follow rows went.
+//
+// The user's row is locked first (see lockAround): on a server database a
+// follow by the user could otherwise land between the statements and make
+// the last one fail on a foreign key; with it, such a follow waits, and
+// then finds the user gone.
 func (s *Store) DeleteUser(ctx context.Context, id int64) (deletedFollows int, err error) {
 	err = s.inTx(ctx, func(r runner) error {
+		if err := lockAround(ctx, r, id); err != nil {
+			return err
+		}
 		res, err := r.exec(ctx, deleteUserFollows, id, id)
 		if err != nil {
 			return err
@@ -174,4 +182,37 @@ func scanUsers(rows *rows) ([]User, error) {
 		users = append(users, u)
 	}
 	return users, rows.Err()
+}
+
+// lockAround locks, where the dialect has row locks (aroundLock), a user
+// and the users around it, whose counts deleting or deactivating it
+// changes, in Id order as every write transaction locks users. A user
+// that is not there is ErrNotFound. The set is read before its rows are
+// locked, so a follow of the user committed in between leaves one user
+// of it unlocked; writing that user's count may then deadlock, which the
+// database breaks and the store reruns (errRetry).
+func lockAround(ctx context.Context, r runner, id int64) error {
+	if r.s.d.aroundLock == (lockClause{}) {
+		return nil
+	}
+	rows, err := r.query(ctx, r.s.d.lockAroundUser, id, id, id)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	found := false
+	for rows.Next() {
+		var locked int64
+		if err := rows.Scan(&locked); err != nil {
+			return err
+		}
+		found = found || locked == id
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if !found {
+		return ErrNotFound
+	}
+	return rows.Close()
 }

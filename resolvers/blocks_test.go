@@ -50,8 +50,10 @@ func edgeNames(p *profile, following bool) []string {
 
 // The issue's acceptance, step by step over HTTP, with the counts checked
 // against a recount after each step.
-func TestBlocksAndDeactivation(t *testing.T) {
-	s := apitest.Start(t)
+func TestBlocksAndDeactivation(t *testing.T) { apitest.Each(t, testBlocksAndDeactivation) }
+
+func testBlocksAndDeactivation(t *testing.T, on apitest.Database) {
+	s := on.Start(t)
 	u := s.Sample()
 	alice, bob, carol := u["alice"], u["bob"], u["carol"]
 	block := `mutation($id: ID!) { block(input: {userId: $id}) { blocker { name followerCount } blocked { name } alreadyBlocked removedFollows } }`
@@ -72,7 +74,7 @@ func TestBlocksAndDeactivation(t *testing.T) {
 	if b.Block.RemovedFollows != 2 || b.Block.AlreadyBlocked || b.Block.Blocker.FollowerCount != 0 {
 		t.Errorf("block = %+v, want 2 follows removed, alice left with 0 followers", b.Block)
 	}
-	apitest.CheckGraph(t, s.DBPath)
+	s.CheckGraph()
 	s.Data(alice.Token, block, map[string]any{"id": bob.ID}, &b)
 	if !b.Block.AlreadyBlocked || b.Block.RemovedFollows != 0 {
 		t.Errorf("second block = %+v, want alreadyBlocked", b.Block)
@@ -127,7 +129,7 @@ func TestBlocksAndDeactivation(t *testing.T) {
 	}
 	s.Follow(bob, alice)
 	s.Follow(alice, bob)
-	apitest.CheckGraph(t, s.DBPath)
+	s.CheckGraph()
 
 	// Back to the sample graph's follows; now carol deactivates.
 	before := map[string]*profile{}
@@ -144,7 +146,7 @@ func TestBlocksAndDeactivation(t *testing.T) {
 	if !d.DeactivateAccount.Deactivated {
 		t.Fatal("deactivateAccount: deactivated false")
 	}
-	apitest.CheckGraph(t, s.DBPath)
+	s.CheckGraph()
 	a, dv := profileOf(t, s, "", "alice"), profileOf(t, s, "", "dave")
 	if a.FollowingCount != 1 || dv.FollowerCount != 1 {
 		t.Errorf("after carol left: alice follows %d, dave has %d followers; want 1 and 1", a.FollowingCount, dv.FollowerCount)
@@ -175,7 +177,7 @@ func TestBlocksAndDeactivation(t *testing.T) {
 
 	// carol reactivates: everything as before, follow dates included.
 	s.Data(carol.Token, `mutation { reactivateAccount { deactivated } }`, nil, &struct{}{})
-	apitest.CheckGraph(t, s.DBPath)
+	s.CheckGraph()
 	for name, was := range before {
 		now := profileOf(t, s, "", name)
 		wasJSON, _ := json.Marshal(was)
@@ -187,8 +189,10 @@ func TestBlocksAndDeactivation(t *testing.T) {
 }
 
 // Only the follower sees a follow's mute and notification settings.
-func TestMutesArePrivate(t *testing.T) {
-	s := apitest.Start(t)
+func TestMutesArePrivate(t *testing.T) { apitest.Each(t, testMutesArePrivate) }
+
+func testMutesArePrivate(t *testing.T, on apitest.Database) {
+	s := on.Start(t)
 	u := s.Sample()
 	alice, bob, carol := u["alice"], u["bob"], u["carol"]
 	var upd struct {

@@ -15,9 +15,11 @@ import (
 // Concurrent follows of one pair (20 as a double-click storm, 50 as a
 // pile-up): one row, every response a success, exactly one that created
 // it, and exact counts.
-func TestConcurrentFollowsOfOnePair(t *testing.T) {
+func TestConcurrentFollowsOfOnePair(t *testing.T) { apitest.Each(t, testConcurrentFollowsOfOnePair) }
+
+func testConcurrentFollowsOfOnePair(t *testing.T, on apitest.Database) {
 	for _, n := range []int{20, 50} {
-		s := apitest.Start(t)
+		s := on.Start(t)
 		a, b := s.CreateUser("a"), s.CreateUser("b")
 		var wg sync.WaitGroup
 		results := make([]apitest.Response, n)
@@ -48,14 +50,16 @@ func TestConcurrentFollowsOfOnePair(t *testing.T) {
 		if out.B.FollowerCount != 1 || out.A.FollowingCount != 1 {
 			t.Errorf("counts after %d follows: %+v, want 1 and 1", n, out)
 		}
-		apitest.CheckGraph(t, s.DBPath)
+		s.CheckGraph()
 	}
 }
 
 // Follows and unfollows among a few users, interleaved from many clients,
 // leave every count equal to a recount.
-func TestFollowUnfollowStorm(t *testing.T) {
-	s := apitest.Start(t)
+func TestFollowUnfollowStorm(t *testing.T) { apitest.Each(t, testFollowUnfollowStorm) }
+
+func testFollowUnfollowStorm(t *testing.T, on apitest.Database) {
+	s := on.Start(t)
 	var users []apitest.Account
 	for i := range 6 {
 		users = append(users, s.CreateUser(fmt.Sprintf("storm%d", i)))
@@ -84,14 +88,16 @@ func TestFollowUnfollowStorm(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	apitest.CheckGraph(t, s.DBPath)
+	s.CheckGraph()
 }
 
 // A user deleting itself while others follow and unfollow it: no client
 // sees a foreign key failure or an internal error, and nothing is orphaned.
-func TestDeleteUserDuringFollows(t *testing.T) {
+func TestDeleteUserDuringFollows(t *testing.T) { apitest.Each(t, testDeleteUserDuringFollows) }
+
+func testDeleteUserDuringFollows(t *testing.T, on apitest.Database) {
 	for round := range 3 {
-		s := apitest.Start(t)
+		s := on.Start(t)
 		victim := s.CreateUser(fmt.Sprintf("victim%d", round))
 		var fans []apitest.Account
 		for i := range 8 {
@@ -133,6 +139,6 @@ func TestDeleteUserDuringFollows(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		close(stop)
 		wg.Wait()
-		apitest.CheckGraph(t, s.DBPath)
+		s.CheckGraph()
 	}
 }

@@ -22,8 +22,10 @@ func nodeNames(nodes []struct{ Name string }) []string {
 	return out
 }
 
-func TestSampleGraphOverHTTP(t *testing.T) {
-	s := apitest.Start(t)
+func TestSampleGraphOverHTTP(t *testing.T) { apitest.Each(t, testSampleGraphOverHTTP) }
+
+func testSampleGraphOverHTTP(t *testing.T, on apitest.Database) {
+	s := on.Start(t)
 	u := s.Sample()
 
 	var alice struct {
@@ -109,8 +111,10 @@ func TestSampleGraphOverHTTP(t *testing.T) {
 
 // When alice follows dave, the row says FollowerId = alice, and dave's
 // followers hold alice, not the other way round.
-func TestFollowDirection(t *testing.T) {
-	s := apitest.Start(t)
+func TestFollowDirection(t *testing.T) { apitest.Each(t, testFollowDirection) }
+
+func testFollowDirection(t *testing.T, on apitest.Database) {
+	s := on.Start(t)
 	alice, dave := s.CreateUser("alice"), s.CreateUser("dave")
 	out := s.Follow(alice, dave)
 	if out.Follow.Follower.Name != "alice" || out.Follow.Followee.Name != "dave" || out.Follow.AlreadyFollowing {
@@ -160,8 +164,10 @@ func mustID(t *testing.T, s string) int64 {
 	return id
 }
 
-func TestPagingFiftyFiveFollowers(t *testing.T) {
-	s := apitest.Start(t)
+func TestPagingFiftyFiveFollowers(t *testing.T) { apitest.Each(t, testPagingFiftyFiveFollowers) }
+
+func testPagingFiftyFiveFollowers(t *testing.T, on apitest.Database) {
+	s := on.Start(t)
 	star := s.CreateUser("star")
 	var want []string
 	for i := range 55 {
@@ -213,8 +219,10 @@ func TestPagingFiftyFiveFollowers(t *testing.T) {
 	}
 }
 
-func TestMutationOutcomes(t *testing.T) {
-	s := apitest.Start(t)
+func TestMutationOutcomes(t *testing.T) { apitest.Each(t, testMutationOutcomes) }
+
+func testMutationOutcomes(t *testing.T, on apitest.Database) {
+	s := on.Start(t)
 	u := s.Sample()
 	alice, dave := u["alice"], u["dave"]
 	tampered := alice.Token[:len(alice.Token)-3] + "AAA"
@@ -289,7 +297,11 @@ func TestMutationOutcomes(t *testing.T) {
 // A list of users each with counts and followers costs a fixed number of
 // statements, the same for 5 users as for 50: never one per user.
 func TestStatementsPerRequestDoNotGrowWithUsers(t *testing.T) {
-	s := apitest.Start(t)
+	apitest.Each(t, testStatementsPerRequestDoNotGrowWithUsers)
+}
+
+func testStatementsPerRequestDoNotGrowWithUsers(t *testing.T, on apitest.Database) {
+	s := on.Start(t)
 	var accounts []apitest.Account
 	for i := range 50 {
 		accounts = append(accounts, s.CreateUser(fmt.Sprintf("user%02d", i)))

@@ -1,6 +1,7 @@
 // Package apitest runs the real HTTP handler on a loopback port over a
-// SQLite file of its own, for tests that assert what a client sees, and
-// checks what must hold of that file after any mix of writes.
+// database of its own (a SQLite file, or a PostgreSQL database: see Each),
+// for tests that assert what a client sees, and checks what must hold of
+// that database after any mix of writes.
 package apitest
 
 import (
@@ -19,40 +20,84 @@ import (
 	"follows/api"
 	"follows/auth"
 	"follows/db"
+	"follows/db/pgtest"
 )
 
-// Server is api's handler on a loopback port, over a SQLite file of its
-// own in a temporary folder.
+// Server is api's handler on a loopback port, over a database of its own:
+// a SQLite file in a temporary folder, or a new PostgreSQL database.
 type Server struct {
-	URL    string    // where it listens, without a path
-	DBPath string    // its SQLite file
-	Store  *db.Store // its store, open until the test ends
+	URL      string    // where it listens, without a path
+	Database Database  // the kind of its database
+	DSN      string    // its database, as db.Open takes it
+	DBPath   string    // its SQLite file; "" on other databases
+	Store    *db.Store // its store, open until the test ends
 
 	t    testing.TB
 	logs *lockedBuffer
 }
 
-// Start serves a new, empty graph until the test ends. The handler has
-// api.DefaultConfig with Debug on, so that responses carry their SQL
-// statement counts, and no rate limits, which tests that sign up and
-// write much from one address would meet; each of opts changes that in
-// turn. It signs tokens with a fixed secret and logs as text into Logs.
+// Database is a kind of database the handler's tests run on.
+type Database string
+
+const (
+	SQLite   Database = "sqlite"
+	Postgres Database = "postgres" // on the server POSTGRES_DSN names
+)
+
+// Databases are the kinds Each runs a test on.
+var Databases = []Database{SQLite, Postgres}
+
+// Each runs fn as a subtest for each of Databases, named for it. Without
+// POSTGRES_DSN the PostgreSQL one skips, saying so.
+func Each(t *testing.T, fn func(t *testing.T, d Database)) {
+	for _, d := range Databases {
+		t.Run(string(d), func(t *testing.T) {
+			if d == Postgres && !pgtest.Available() {
+				t.Skip(pgtest.SkipMessage("the PostgreSQL run of the HTTP tests"))
+			}
+			fn(t, d)
+		})
+	}
+}
+
+// Start serves a new, empty graph over a SQLite file until the test ends:
+// SQLite.Start.
 func Start(t testing.TB, opts ...func(*api.Config)) *Server {
 	t.Helper()
-	s, h := newServer(t, opts)
+	return SQLite.Start(t, opts...)
+}
+
+// Start serves a new, empty graph on a new database of this kind until the
+// test ends. The handler has api.DefaultConfig with Debug on, so that
+// responses carry their SQL statement counts, and no rate limits, which
+// tests that sign up and write much from one address would meet; each of
+// opts changes that in turn. It signs tokens with a fixed secret and logs
+// as text into Logs.
+func (d Database) Start(t testing.TB, opts ...func(*api.Config)) *Server {
+	t.Helper()
+	s, h := d.newServer(t, opts)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL
 	return s
 }
 
-// newServer opens the store and makes the handler of a Server, which is
-// yet to listen.
-func newServer(t testing.TB, opts []func(*api.Config)) (*Server, http.Handler) {
+// newServer opens a new database of this kind and makes the handler of a
+// Server, which is yet to listen.
+func (d Database) newServer(t testing.TB, opts []func(*api.Config)) (*Server, http.Handler) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "follows.db")
+	var path, dsn string
+	switch d {
+	case SQLite:
+		path = filepath.Join(t.TempDir(), "follows.db")
+		dsn = path
+	case Postgres:
+		dsn = pgtest.DSN(t, "the PostgreSQL run of the HTTP tests")
+	default:
+		t.Fatalf("no database %q", d)
+	}
 	m := api.NewMetrics()
-	store, err := db.Open(context.Background(), path, db.WithStatementHook(m.Statement))
+	store, err := db.Open(context.Background(), dsn, db.WithStatementHook(m.Statement))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +111,7 @@ func newServer(t testing.TB, opts []func(*api.Config)) (*Server, http.Handler) {
 		opt(&cfg)
 	}
 	h := api.NewHandler(store, auth.NewTokens([]byte("test secret"), time.Hour), cfg, log, m)
-	return &Server{DBPath: path, Store: store, t: t, logs: logs}, h
+	return &Server{Database: d, DSN: dsn, DBPath: path, Store: store, t: t, logs: logs}, h
 }
 
 // Logs is what the server has logged so far.

@@ -1,0 +1,70 @@
+// Package pgtest gives a test a PostgreSQL database of its own, on the
+// server that POSTGRES_DSN names, or skips the test saying what it needs.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+)
+
+// Env is the variable that names the server: a postgres:// URL whose role
+// may create databases (CI's .ci/run sets it).
+const Env = "POSTGRES_DSN"
+
+// Available reports whether Env names a server.
+func Available() bool { return os.Getenv(Env) != "" }
+
+// SkipMessage is what a test without a server says, naming what skipped.
+func SkipMessage(what string) string {
+	return "SKIPPED: " + what + " needs " + Env + " (e.g. postgres://follows:follows@127.0.0.1:5432/follows, a role with CREATEDB)"
+}
+
+// DSN creates an empty database, follows_test_ and random hex, through
+// Env's connection, and returns the DSN that reaches it; the database is
+// dropped when the test ends, connections still open to it or not.
+// Without Env, the test is skipped, saying that what needs it.
+func DSN(t testing.TB, what string) string {
+	t.Helper()
+	base := os.Getenv(Env)
+	if base == "" {
+		t.Skip(SkipMessage(what))
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		t.Fatalf("%s must be a postgres:// URL: %q", Env, base)
+	}
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 8)
+	rand.Read(b)
+	name := "follows_test_" + hex.EncodeToString(b)
+	// A database name cannot be a parameter; this one is ours, quoted.
+	quoted := pgx.Identifier{name}.Sanitize()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+quoted); err != nil {
+		admin.Close()
+		t.Fatalf("create a test database on %s: %v", u.Redacted(), err)
+	}
+	t.Cleanup(func() {
+		defer admin.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+quoted+" WITH (FORCE)"); err != nil {
+			t.Errorf("drop test database %s: %v", name, err)
+		}
+	})
+	u.Path = "/" + name
+	return u.String()
+}

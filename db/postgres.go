@@ -1,0 +1,272 @@
+package db
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+)
+
+// PostgreSQL, through pgx's database/sql driver, for teams that run several
+// server instances on one database. Only what differs from the other
+// dialects is here: the placeholders ($1...) and the quoting of the
+// model's PascalCase names (see rebindPostgres), LATERAL with a per-user
+// LIMIT over one JSON batch parameter, timestamptz times, and SQLSTATEs.
+//
+// The tables carry the names EF Core's Npgsql provider gives the model
+// ("Users", "FollowerId", PK_Follows...), so an EF Core app can share the
+// database.
+func postgresDialect() *dialect {
+	return &dialect{
+		name:   "postgres",
+		driver: "pgx",
+		goose:  goose.DialectPostgres,
+		configure: func(db *sql.DB) {
+			// Every instance holds up to this many of the server's
+			// max_connections (100 by default): see the README.
+			db.SetMaxOpenConns(16)
+			db.SetMaxIdleConns(16)
+			db.SetConnMaxIdleTime(5 * time.Minute)
+			db.SetConnMaxLifetime(time.Hour)
+		},
+		rebind:   rebindPostgres,
+		timeArg:  func(t time.Time) any { return t.UTC() },
+		scanTime: scanPostgresTime,
+		classify: classifyPostgres,
+		arg:      postgresArg,
+		sessionLocker: func() (lock.SessionLocker, error) {
+			// An advisory lock held by the migrating session: the other
+			// instances poll for it each second, for up to five minutes.
+			return lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
+		},
+		// Row locks that queue for each other: FOR NO KEY UPDATE is what
+		// the count trigger's UPDATE takes anyway, so taking it first
+		// costs no concurrency. FOR SHARE would deadlock two follows of
+		// one user, each waiting for the other's share to turn into the
+		// trigger's update. FOR UPDATE, for a delete, also waits for the
+		// foreign-key checks of follows being inserted by other writers.
+		actLock:    lockClause{suffix: " FOR NO KEY UPDATE"},
+		aroundLock: lockClause{suffix: " FOR UPDATE"},
+		// The column default sets CreatedAt (clock_timestamp(), in
+		// microseconds); a conflict with an existing or concurrent follow of
+		// the pair returns no row, and the follow is "already".
+		insertFollow: `INSERT INTO Follows (FollowerId, FolloweeId) VALUES (?, ?)
+ON CONFLICT (FollowerId, FolloweeId) DO NOTHING RETURNING CreatedAt`,
+		insertUser: `INSERT INTO Users (Name) VALUES (?) RETURNING Id`,
+		idSet:      postgresIDSet,
+		// lower(Name) is what IX_Users_Name indexes.
+		userByName: `SELECT ` + userColumns + ` FROM Users AS u WHERE lower(u.Name) = lower(?)`,
+		listUsers:  listUsersLimit,
+		followsExist: `SELECT f.FollowerId, f.FolloweeId, f.Muted, f.NotificationsEnabled FROM jsonb_array_elements(?::jsonb) AS p
+JOIN Follows AS f ON f.FollowerId = (p.value ->> 0)::integer AND f.FolloweeId = (p.value ->> 1)::integer`,
+		blocksExist: `SELECT b.BlockerId, b.BlockedId FROM jsonb_array_elements(?::jsonb) AS p
+JOIN Blocks AS b ON b.BlockerId = (p.value ->> 0)::integer AND b.BlockedId = (p.value ->> 1)::integer`,
+		mutualCounts: `SELECT k.id, ` + mutualCount("k.id") + ` FROM (` + postgresIDSet + `) AS k(id)`,
+		pagesQuery: func(kind listKind, qs []PageQuery) (string, []any) {
+			return postgresListTexts[kind], []any{jsonPages(qs, postgresTime)}
+		},
+		suggestionsQuery: func(qs []SuggestionQuery) (string, []any) {
+			return postgresSuggestionsText, []any{jsonSuggestions(qs)}
+		},
+	}
+}
+
+// postgresIDSet selects the ids of a JSON array parameter (see idList).
+const postgresIDSet = `SELECT j.value::integer FROM jsonb_array_elements_text(?::jsonb) AS j`
+
+// The list statements: for each query in the JSON batch, LATERAL seeks
+// that user's index range backwards from the cursor, by the row-value
+// comparison the index serves as one range, and stops at the query's own
+// LIMIT. The users are joined inside, so that each query's rows come out
+// in the order of its list. A first page carries a cursor past the end of
+// every list.
+var postgresListTexts = fillLists(`SELECT q.k, p.*
+FROM (SELECT (j.value ->> 0)::integer AS k, (j.value ->> 1)::integer AS UserId, (j.value ->> 2)::integer AS Lim,
+             (j.value ->> 3)::timestamptz AS CursorAt, (j.value ->> 4)::integer AS CursorId
+      FROM jsonb_array_elements(?::jsonb) AS j) AS q
+CROSS JOIN LATERAL (
+  SELECT {e}.CreatedAt, ` + userColumns + `
+  FROM {table} AS {e} JOIN ` + activeUser("u", "{e}.{other}") + `
+  WHERE {e}.{owner} = q.UserId AND ({e}.CreatedAt, {e}.{other}) < (q.CursorAt, q.CursorId){also}
+  ORDER BY {e}.CreatedAt DESC, {e}.{other} DESC
+  LIMIT q.Lim) AS p`)
+
+var postgresSuggestionsText = `SELECT q.k, s.*
+FROM (SELECT (j.value ->> 0)::integer AS k, (j.value ->> 1)::integer AS UserId, (j.value ->> 2)::integer AS Lim
+      FROM jsonb_array_elements(?::jsonb) AS j) AS q
+CROSS JOIN LATERAL (
+  SELECT c.Via, ` + userColumns + `
+  FROM (` + suggestionCandidates("q.UserId", "q.UserId") + `) AS c
+  JOIN ` + activeUser("u", "c.Id") + `
+  ORDER BY c.Via DESC, u.Name ASC, c.Id ASC
+  LIMIT q.Lim) AS s`
+
+// postgresTime is how a cursor's time travels in a JSON batch: timestamptz
+// keeps microseconds, and the digits below them, which no stored time
+// has, are cut rather than rounded up past a stored time.
+const postgresTime = "2006-01-02T15:04:05.000000Z07:00"
+
+// postgresNames are the mixed-case names the PostgreSQL migrations create
+// (tables, columns), which PostgreSQL keeps only when they are quoted.
+var postgresNames = quotedNames("migrations/postgres")
+
+var quotedName = regexp.MustCompile(`"([A-Za-z_][A-Za-z0-9_]*)"`)
+
+func quotedNames(dir string) map[string]bool {
+	names := map[string]bool{}
+	entries, err := fs.ReadDir(migrations, dir)
+	if err != nil {
+		panic(err) // embedded at build time
+	}
+	for _, e := range entries {
+		src, err := fs.ReadFile(migrations, dir+"/"+e.Name())
+		if err != nil {
+			panic(err)
+		}
+		for _, m := range quotedName.FindAllStringSubmatch(string(src), -1) {
+			if m[1] != strings.ToLower(m[1]) {
+				names[m[1]] = true
+			}
+		}
+	}
+	return names
+}
+
+var postgresTexts sync.Map // store's statement text -> PostgreSQL's
+
+// rebindPostgres turns a statement written once for every dialect into
+// PostgreSQL's: the model's names (postgresNames), which PostgreSQL would
+// fold to lower case unquoted, are quoted wherever they stand outside
+// literals and quoted names, and the "?" placeholders become $1, $2...
+// Other words, aliases among them, are left to fold consistently. The
+// statements' texts are few and fixed, so each is rewritten once.
+func rebindPostgres(q string) string {
+	if t, ok := postgresTexts.Load(q); ok {
+		return t.(string)
+	}
+	t := quotePostgres(q)
+	postgresTexts.Store(q, t)
+	return t
+}
+
+func quotePostgres(q string) string {
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(q); {
+		c := q[i]
+		switch {
+		case c == '\'' || c == '"':
+			// A literal or a quoted name, copied whole; '' inside a
+			// literal reads as its end and the start of another.
+			end := i + 1 + strings.IndexByte(q[i+1:], c) + 1
+			if end <= i+1 {
+				end = len(q) // unterminated: the rest is quoted
+			}
+			b.WriteString(q[i:end])
+			i = end
+		case strings.HasPrefix(q[i:], "--"):
+			end := strings.IndexByte(q[i:], '\n')
+			if end < 0 {
+				end = len(q) - i
+			}
+			b.WriteString(q[i : i+end])
+			i += end
+		case c == '?':
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			i++
+		case c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z':
+			j := i + 1
+			for j < len(q) && (q[j] == '_' || q[j] == '$' || q[j] >= 'A' && q[j] <= 'Z' || q[j] >= 'a' && q[j] <= 'z' || q[j] >= '0' && q[j] <= '9') {
+				j++
+			}
+			if w := q[i:j]; postgresNames[w] {
+				b.WriteString(`"` + w + `"`)
+			} else {
+				b.WriteString(w)
+			}
+			i = j
+		case c >= '0' && c <= '9' || c == '$':
+			// A number or a $n placeholder: digits that follow are not
+			// the start of a name.
+			j := i + 1
+			for j < len(q) && (q[j] >= '0' && q[j] <= '9' || q[j] == '.') {
+				j++
+			}
+			b.WriteString(q[i:j])
+			i = j
+		default:
+			b.WriteByte(c)
+			i++
+		}
+	}
+	return b.String()
+}
+
+// postgresArg sends times as UTC; pgx sends the rest as they are.
+func postgresArg(v any) any {
+	if t, ok := v.(time.Time); ok {
+		return t.UTC()
+	}
+	return v
+}
+
+func scanPostgresTime(v any) (time.Time, error) {
+	if t, ok := v.(time.Time); ok {
+		return t.UTC(), nil
+	}
+	return time.Time{}, fmt.Errorf("unexpected time value %T", v)
+}
+
+// SQLSTATEs the store acts on.
+const (
+	pgUniqueViolation      = "23505"
+	pgForeignKeyViolation  = "23503"
+	pgCheckViolation       = "23514"
+	pgSerializationFailure = "40001"
+	pgDeadlockDetected     = "40P01"
+)
+
+func classifyPostgres(err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	switch pe.Code {
+	case pgUniqueViolation:
+		switch pe.ConstraintName {
+		case "PK_Follows", "PK_Blocks":
+			// A concurrent write of the same pair won: run the
+			// transaction again, and it finds the row there.
+			return fmt.Errorf("%w: %w: %w", errRetry, errDuplicate, err)
+		case "PK_Users":
+			return fmt.Errorf("%w: %w", errDuplicate, err)
+		case "IX_Users_Name":
+			return fmt.Errorf("%w: %w", ErrNameTaken, err)
+		}
+	case pgForeignKeyViolation:
+		// A user went between the check and the write: the same answer
+		// as finding it missing.
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	case pgCheckViolation:
+		switch pe.ConstraintName {
+		case "CK_Follows_NoSelfFollow":
+			return fmt.Errorf("%w: %w", ErrSelfFollow, err)
+		case "CK_Blocks_NoSelfBlock":
+			return fmt.Errorf("%w: %w", ErrSelfBlock, err)
+		}
+	case pgSerializationFailure, pgDeadlockDetected:
+		return fmt.Errorf("%w: %w", errRetry, err)
+	}
+	return err
+}
