@@ -273,3 +273,28 @@ func TestDeferIsNotAdvertised(t *testing.T) {
 		t.Errorf("a document with @defer: %d %s", r.Status, r.Body)
 	}
 }
+
+// -cors-headers replaces the default list; * lets a page send whatever
+// its preflight asks for, Authorization included.
+func TestCORSHeadersSetting(t *testing.T) {
+	const app = "http://localhost:5173"
+	preflight := func(s *apitest.Server, headers string) apitest.RawResponse {
+		return s.Raw("OPTIONS", "/graphql", "", nil, map[string]string{
+			"Origin": app, "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": headers,
+		})
+	}
+	listed := apitest.Start(t, func(c *api.Config) { c.CORSOrigins, c.CORSHeaders = app, "Content-Type, X-Request-Id" })
+	r := preflight(listed, "content-type,x-request-id")
+	if missing := allows(r.Header.Get("Access-Control-Allow-Headers"), []string{"content-type", "x-request-id"}); len(missing) > 0 {
+		t.Errorf("listed headers: %v not allowed: %v", missing, r.Header)
+	}
+	if missing := allows(r.Header.Get("Access-Control-Allow-Headers"), []string{"sentry-trace"}); len(missing) == 0 {
+		t.Errorf("a header not listed is allowed: %v", r.Header)
+	}
+
+	anyHeader := apitest.Start(t, func(c *api.Config) { c.CORSOrigins, c.CORSHeaders = app, "*" })
+	r = preflight(anyHeader, "authorization,x-anything")
+	if got := r.Header.Get("Access-Control-Allow-Headers"); got != "authorization,x-anything" || !slices.Contains(varies(r.Header), "access-control-request-headers") {
+		t.Errorf("with *: Access-Control-Allow-Headers %q, Vary %v", got, r.Header.Values("Vary"))
+	}
+}
