@@ -5,6 +5,7 @@
 // unfollows that user. Prints one line per check; exits 1 at the first
 // that fails.
 import assert from "node:assert/strict";
+import { check } from "./check.mjs";
 import { ApolloClient, HttpLink, gql } from "@apollo/client/core/index.js";
 import { loadDevMessages, loadErrorMessages } from "@apollo/client/dev/index.js";
 import { makeCache, FOLLOWERS, FOLLOW, UNFOLLOW, updateAfterFollow, updateAfterUnfollow } from "./apollo/follows.mjs";
@@ -27,16 +28,6 @@ const client = new ApolloClient({
   }),
   cache: makeCache(),
 });
-
-function check(name, fn) {
-  try {
-    fn();
-  } catch (err) {
-    console.log(`FAIL ${name}: ${err.message}`);
-    process.exit(1);
-  }
-  console.log(`ok ${name}`);
-}
 
 const cached = () => client.readQuery({ query: FOLLOWERS, variables: { id: starId } }).user;
 const names = (user) => user.followers.edges.map((e) => e.node.name);

@@ -7,6 +7,7 @@
 // the store's connection right without a refetch. Prints one line per
 // check; exits 1 at the first that fails.
 import assert from "node:assert/strict";
+import { check } from "./check.mjs";
 import { createRequire } from "node:module";
 import { writeFileSync } from "node:fs";
 import {
@@ -34,16 +35,6 @@ async function fetchFn(params, variables) {
   return resp.json();
 }
 const environment = new Environment({ network: Network.create(fetchFn), store: new Store(new RecordSource()) });
-
-function check(name, fn) {
-  try {
-    fn();
-  } catch (err) {
-    console.log(`FAIL ${name}: ${err.message}`);
-    process.exit(1);
-  }
-  console.log(`ok ${name}`);
-}
 
 // The fragment as a component would read it from the store.
 function readFragment() {
