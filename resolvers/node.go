@@ -3,7 +3,6 @@ package resolvers
 import (
 	"context"
 	"errors"
-	"slices"
 
 	"follows/db"
 	"follows/graph/model"
@@ -100,7 +99,8 @@ func (r *Resolver) startRoots(ctx context.Context) {
 		ids   []int64
 	}
 	var roots []root
-	var all []int64
+	var all []int64 // each once: fifty aliases may hold a hundred ids each
+	seen := map[int64]bool{}
 	for _, f := range fields {
 		ids := rootIDs(ctx, oc, f)
 		if len(ids) == 0 {
@@ -108,7 +108,8 @@ func (r *Resolver) startRoots(ctx context.Context) {
 		}
 		roots = append(roots, root{f, ids})
 		for _, id := range ids {
-			if !slices.Contains(all, id) {
+			if !seen[id] {
+				seen[id] = true
 				all = append(all, id)
 			}
 		}
