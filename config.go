@@ -36,7 +36,7 @@ type config struct {
 	maxErrors, maxResponse                            int
 
 	noPlayground, noIntrospection bool
-	corsOrigins                   string
+	corsOrigins, corsHeaders      string
 	logFormat                     string
 
 	// Connections (api.ServerConfig) and rate limits per client address;
@@ -69,6 +69,7 @@ func defaultConfig() config {
 		maxOverlaps:    h.MaxOverlaps,
 		maxErrors:      h.MaxErrors,
 		maxResponse:    h.MaxResponse,
+		corsHeaders:    h.CORSHeaders,
 		logFormat:      "text",
 		readTimeout:    srv.ReadTimeout,
 		writeTimeout:   srv.WriteTimeout,
@@ -224,6 +225,7 @@ func newServerFlags(stderr io.Writer, getenv func(string) string) (*config, *fla
 	fs.BoolVar(&c.noIntrospection, "no-introspection", c.noIntrospection, "refuse introspection queries")
 	fs.Var(choice{&c.logFormat, []string{"text", "json"}}, "log-format", "`format` the server writes its log in (log/slog): text or json")
 	fs.StringVar(&c.corsOrigins, "cors-origins", c.corsOrigins, "comma-separated origins allowed to call /graphql from a browser, or *; none by default")
+	fs.StringVar(&c.corsHeaders, "cors-headers", c.corsHeaders, "comma-separated request headers that pages on -cors-origins may send, or * for any")
 	fs.DurationVar(&c.readTimeout, "read-timeout", c.readTimeout, "longest reading a request's headers and body may take; /graphql cuts a body off at -request-timeout too (408)")
 	fs.DurationVar(&c.writeTimeout, "write-timeout", c.writeTimeout, "longest from a request's headers to the end of its answer; keep it above -request-timeout")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", c.idleTimeout, "how long a kept-alive connection may wait for its next request")

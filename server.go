@@ -106,6 +106,7 @@ func (c config) handlerConfig() api.Config {
 		NoPlayground:    c.noPlayground,
 		NoIntrospection: c.noIntrospection,
 		CORSOrigins:     c.corsOrigins,
+		CORSHeaders:     c.corsHeaders,
 		SignupRate:      c.signupRate,
 		MutationRate:    c.mutationRate,
 		ClientIPHeader:  c.clientIPHeader,
@@ -125,12 +126,8 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 		log.Info("adopted an EF Core database", "shape", a.Shape, "steps", a.Steps)
 	}
 	if c.demo {
-		loaded, err := store.LoadSample(ctx)
-		if err != nil {
+		if err := loadDemo(ctx, store, log); err != nil {
 			return err
-		}
-		if loaded {
-			log.Info("loaded the sample graph", "users", db.SampleUsers)
 		}
 	}
 	secret := []byte(c.secret)
@@ -148,6 +145,22 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 	// Until SIGTERM, then the requests in flight finish (within the
 	// grace) before the database closes.
 	return api.NewServer(h, c.serverConfig(), log).Serve(ctx, ln)
+}
+
+// loadDemo loads the sample graph for -demo, saying whether it did: it goes
+// only into a database without users, so that -demo never mixes with a
+// real graph, and a user who asked for it learns why it is not there.
+func loadDemo(ctx context.Context, store *db.Store, log *slog.Logger) error {
+	loaded, err := store.LoadSample(ctx)
+	if err != nil {
+		return err
+	}
+	if loaded {
+		log.Info("loaded the sample graph", "users", db.SampleUsers)
+	} else {
+		log.Warn("-demo: sample graph not loaded: the database already has users; give -db a new file for the sample graph")
+	}
+	return nil
 }
 
 // runToken prints a bearer token for an existing user, for admins and

@@ -42,8 +42,9 @@ type Config struct {
 
 	NoPlayground, NoIntrospection bool
 	// CORSOrigins lists, comma-separated, the origins allowed to call
-	// /graphql from a browser, or is *.
-	CORSOrigins string
+	// /graphql from a browser, or is *. CORSHeaders lists the request
+	// headers their pages may send, DefaultCORSHeaders when empty, or is *.
+	CORSOrigins, CORSHeaders string
 	// Debug adds extensions.debug (SQL statement count and time) to every
 	// response, and serves /debug/pprof.
 	Debug bool
@@ -80,6 +81,7 @@ func DefaultConfig() Config {
 		MaxOverlaps:   10000,
 		MaxErrors:     100,
 		MaxResponse:   4 << 20,
+		CORSHeaders:   DefaultCORSHeaders,
 	}
 }
 
@@ -94,13 +96,13 @@ func NewHandler(store *db.Store, tokens *auth.Tokens, cfg Config, log *slog.Logg
 	mux := http.NewServeMux()
 	// A GraphQL request passes these in order, the first outermost.
 	mux.Handle("/graphql", chain(newGraphQL(res, cfg, log, m),
-		logRequests(log),      // one log line, with the request's SQL statistics
-		cors(cfg.CORSOrigins), // browsers on the listed origins may call
-		httpConventions,       // GraphQL over HTTP's status codes
-		guard,                 // only bodies that can be GraphQL; a deadline
-		client,                // who the rate limits count; their 429
-		tokens.Middleware,     // who the viewer is
-		res.Middleware,        // the request's loaders
+		logRequests(log),                       // one log line, with the request's SQL statistics
+		cors(cfg.CORSOrigins, cfg.CORSHeaders), // browsers on the listed origins may call
+		httpConventions,                        // GraphQL over HTTP's status codes
+		guard,                                  // only bodies that can be GraphQL; a deadline
+		client,                                 // who the rate limits count; their 429
+		tokens.Middleware,                      // who the viewer is
+		res.Middleware,                         // the request's loaders
 	))
 	if !cfg.NoPlayground {
 		mux.Handle("GET /{$}", graphiql.Page())
@@ -139,7 +141,7 @@ const (
 // newGraphQL is gqlgen's server for the schema, with its transports,
 // caches, limits and the extension that records each response.
 func newGraphQL(res *resolvers.Resolver, cfg Config, log *slog.Logger, m *Metrics) *handler.Server {
-	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: res, Complexity: resolvers.Complexity()}))
+	gql := handler.New(graph.NewExecutableSchema(graph.Config{Schema: graph.Schema(), Resolvers: res, Complexity: resolvers.Complexity()}))
 	gql.AddTransport(transport.Options{})
 	gql.AddTransport(transport.GET{})
 	gql.AddTransport(transport.POST{})

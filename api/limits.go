@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 )
@@ -23,6 +24,20 @@ const (
 	CodeBreadthLimit   = "BREADTH_LIMIT_EXCEEDED"
 	CodeOverlapLimit   = "OVERLAP_LIMIT_EXCEEDED"
 )
+
+// The limits refuse a request, as a document that does not parse or
+// validate is refused, rather than fail in its execution: gqlgen answers
+// each with GraphQL over HTTP's status for that, 400 to a client that
+// accepts application/graphql-response+json (and 422, which
+// httpConventions makes 200, to one that accepts only application/json).
+func init() {
+	for _, code := range []string{
+		CodeComplexityLimit, CodeDepthLimit, CodeAliasLimit, CodeOperationLimit,
+		CodeTokenLimit, CodeSelectionLimit, CodeBreadthLimit, CodeOverlapLimit,
+	} {
+		errcode.RegisterErrorType(code, errcode.KindProtocol)
+	}
+}
 
 // Limits refuses operations nested deeper than MaxDepth, using more than
 // MaxAliases aliases, or sent in a document of more than MaxOperations

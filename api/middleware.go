@@ -27,31 +27,52 @@ func chain(h http.Handler, mw ...func(http.Handler) http.Handler) http.Handler {
 }
 
 // guardRequest turns away what cannot be a GraphQL request before gqlgen
-// sees it, with a GraphQL-shaped error that carries a code: bodies over
-// maxBody (413), query strings over it (414), POST bodies that are not
-// JSON (415, 400). It also gives every request a deadline, which cancels
-// its SQL when it passes and cuts off a body still arriving then (408).
+// sees it, with a GraphQL-shaped error that carries a code: methods other
+// than GET, POST and OPTIONS (405 METHOD_NOT_ALLOWED), bodies over maxBody
+// (413), query strings over it (414), POST bodies that are not JSON (415,
+// 400) or not one request (400: a JSON array, as batching clients send),
+// and GET query strings that do not decode (400). It also gives every
+// request a deadline, which cancels its SQL when it passes and cuts off a
+// body still arriving then (408).
 func guardRequest(maxBody int64, timeout time.Duration, m *Metrics) func(http.Handler) http.Handler {
-	requestError := func(w http.ResponseWriter, status int, format string, args ...any) {
+	refuse := func(w http.ResponseWriter, status int, format string, args ...any) {
 		m.error(CodeBadRequest)
-		requestError(w, status, format, args...)
+		requestError(w, status, CodeBadRequest, format, args...)
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			deadline := time.Now().Add(timeout)
+			switch r.Method {
+			case http.MethodGet, http.MethodPost, http.MethodOptions:
+			default:
+				m.error(CodeMethodNotAllowed)
+				w.Header().Set("Allow", "GET, POST, OPTIONS")
+				requestError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, "send GraphQL requests with POST, or queries with GET")
+				return
+			}
+			if r.Header.Get("Upgrade") != "" {
+				refuse(w, http.StatusBadRequest, "this server has no WebSocket transport: send GraphQL requests with POST, or queries with GET")
+				return
+			}
 			if r.ContentLength > maxBody {
-				requestError(w, http.StatusRequestEntityTooLarge, "the request body is larger than %d bytes", maxBody)
+				refuse(w, http.StatusRequestEntityTooLarge, "the request body is larger than %d bytes", maxBody)
 				return
 			}
 			if int64(len(r.URL.RawQuery)) > maxBody {
 				// A GET carries its request in the query string.
-				requestError(w, http.StatusRequestURITooLong, "the query string is longer than %d bytes", maxBody)
+				refuse(w, http.StatusRequestURITooLong, "the query string is longer than %d bytes", maxBody)
 				return
+			}
+			if r.Method == http.MethodGet {
+				if msg := getShape(r.URL.RawQuery); msg != "" {
+					refuse(w, http.StatusBadRequest, "%s", msg)
+					return
+				}
 			}
 			if r.Method == http.MethodPost {
 				mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 				if mt != "application/json" && mt != "application/graphql-response+json" {
-					requestError(w, http.StatusUnsupportedMediaType, "send the request as Content-Type: application/json")
+					refuse(w, http.StatusUnsupportedMediaType, "send the request as Content-Type: application/json")
 					return
 				}
 				// However slowly a client sends, its body ends at the
@@ -68,16 +89,20 @@ func guardRequest(maxBody int64, timeout time.Duration, m *Metrics) func(http.Ha
 				var tooLarge *http.MaxBytesError
 				switch {
 				case errors.As(err, &tooLarge):
-					requestError(w, http.StatusRequestEntityTooLarge, "the request body is larger than %d bytes", maxBody)
+					refuse(w, http.StatusRequestEntityTooLarge, "the request body is larger than %d bytes", maxBody)
 					return
 				case errors.Is(err, os.ErrDeadlineExceeded):
-					requestError(w, http.StatusRequestTimeout, "the request body did not arrive within %v", timeout)
+					refuse(w, http.StatusRequestTimeout, "the request body did not arrive within %v", timeout)
 					return
 				case err != nil:
-					requestError(w, http.StatusBadRequest, "the request body could not be read")
+					refuse(w, http.StatusBadRequest, "the request body could not be read")
 					return
 				case !json.Valid(body):
-					requestError(w, http.StatusBadRequest, "the request body is not valid JSON")
+					refuse(w, http.StatusBadRequest, "the request body is not valid JSON")
+					return
+				}
+				if msg := postShape(body); msg != "" {
+					refuse(w, http.StatusBadRequest, "%s", msg)
 					return
 				}
 				r.Body = io.NopCloser(bytes.NewReader(body))
@@ -89,44 +114,78 @@ func guardRequest(maxBody int64, timeout time.Duration, m *Metrics) func(http.Ha
 	}
 }
 
-// CodeBadRequest marks requests refused before they were read as GraphQL.
-const CodeBadRequest = "BAD_REQUEST"
+// Codes of requests refused before they were read as GraphQL.
+const (
+	CodeBadRequest       = "BAD_REQUEST"
+	CodeMethodNotAllowed = "METHOD_NOT_ALLOWED"
+)
 
-func requestError(w http.ResponseWriter, status int, format string, args ...any) {
+func requestError(w http.ResponseWriter, status int, code, format string, args ...any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]any{"errors": []any{map[string]any{
-		"message":    fmt.Sprintf(format, args...),
-		"extensions": map[string]any{"code": CodeBadRequest},
-	}}})
+	w.Write(errorBody(code, format, args...))
 }
 
-// cors lets browsers on the listed origins call the API. With no origins it
-// adds nothing, so browsers keep other sites' pages from using a visitor's
-// credentials here.
-func cors(origins string) func(http.Handler) http.Handler {
-	var allowed []string
-	for _, o := range strings.Split(origins, ",") {
-		if o = strings.TrimSpace(o); o != "" {
-			allowed = append(allowed, o)
-		}
-	}
+// errorBody is a GraphQL response of one error with a code.
+func errorBody(code, format string, args ...any) []byte {
+	b, _ := json.Marshal(map[string]any{"errors": []any{map[string]any{
+		"message":    fmt.Sprintf(format, args...),
+		"extensions": map[string]any{"code": code},
+	}}})
+	return append(b, '\n')
+}
+
+// DefaultCORSHeaders are the request headers that a page on an allowed
+// origin may send, unless -cors-headers says otherwise: the bearer token
+// and JSON, and what common browser clients add of their own. Apollo
+// Client names itself (apollographql-client-name, -version) and its CSRF
+// guard asks for a preflight (apollo-require-preflight); Apollo and urql
+// list the responses they accept (Accept, which is not safelisted when
+// long); tracing libraries propagate traces (Sentry's sentry-trace and
+// baggage, the W3C traceparent and tracestate that OpenTelemetry sends).
+// Relay and urql send nothing else; graphql-request sends what the app
+// gives it.
+const DefaultCORSHeaders = "Authorization, Content-Type, Accept, " +
+	"apollographql-client-name, apollographql-client-version, apollo-require-preflight, " +
+	"sentry-trace, baggage, traceparent, tracestate"
+
+// cors lets browsers on the listed origins call the API, sending the
+// request headers listed (DefaultCORSHeaders when none are; * allows any a
+// preflight asks for). With no origins it adds nothing, so browsers keep
+// other sites' pages from using a visitor's credentials here. With
+// origins, every answer varies on Origin, refusals and answers to other
+// origins included, so that a cache between the browser and the server
+// never hands one origin's answer to another.
+func cors(origins, headers string) func(http.Handler) http.Handler {
+	allowed := list(origins)
 	if len(allowed) == 0 {
 		return func(next http.Handler) http.Handler { return next }
 	}
 	all := slices.Contains(allowed, "*")
+	allowHeaders := strings.Join(list(headers), ", ")
+	if allowHeaders == "" {
+		allowHeaders = DefaultCORSHeaders
+	}
+	anyHeader := allowHeaders == "*"
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h := w.Header()
+			h.Add("Vary", "Origin")
 			origin := r.Header.Get("Origin")
 			if origin != "" && (all || slices.Contains(allowed, origin)) {
-				h := w.Header()
 				h.Set("Access-Control-Allow-Origin", origin)
-				h.Add("Vary", "Origin")
-				h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
 				h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
 				h.Set("Access-Control-Expose-Headers", "Retry-After")
 				h.Set("Access-Control-Max-Age", "600")
 				if r.Method == http.MethodOptions {
+					if anyHeader {
+						// * lets a browser send any header but Authorization;
+						// naming what the preflight asks for lets it send that too.
+						h.Add("Vary", "Access-Control-Request-Headers")
+						h.Set("Access-Control-Allow-Headers", r.Header.Get("Access-Control-Request-Headers"))
+					} else {
+						h.Set("Access-Control-Allow-Headers", allowHeaders)
+					}
 					w.WriteHeader(http.StatusNoContent)
 					return
 				}
@@ -136,16 +195,32 @@ func cors(origins string) func(http.Handler) http.Handler {
 	}
 }
 
+// list splits a comma-separated flag value, dropping blanks.
+func list(s string) []string {
+	var out []string
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
 // httpConventions adjusts gqlgen's answers to GraphQL over HTTP: a
 // request that could not run answers 200 when the client accepts only
 // application/json (whose clients read errors from the body), and has no
 // "data" entry when it accepts application/graphql-response+json; a
-// mutation sent with GET is 405 Method Not Allowed, naming POST.
+// mutation sent with GET is 405 Method Not Allowed, naming POST, with a
+// METHOD_NOT_ALLOWED error in place of gqlgen's uncoded one.
 func httpConventions(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cw := &conventionWriter{ResponseWriter: w, get: r.Method == http.MethodGet}
 		next.ServeHTTP(cw, r)
 		if cw.held == nil {
+			return
+		}
+		if cw.replace != nil {
+			w.Write(cw.replace)
 			return
 		}
 		var body map[string]json.RawMessage
@@ -162,19 +237,24 @@ type conventionWriter struct {
 	http.ResponseWriter
 	get  bool
 	held *bytes.Buffer // the body of a request that could not run, to rewrite
+	// replace, if set, is sent in place of the held body.
+	replace []byte
 }
 
 func (w *conventionWriter) WriteHeader(code int) {
 	switch ct := w.Header().Get("Content-Type"); {
+	case code == http.StatusNotAcceptable && w.get:
+		// gqlgen's answer to a GET that is not a query.
+		w.held = &bytes.Buffer{}
+		w.replace = errorBody(CodeMethodNotAllowed, "a mutation must be sent with POST; GET may carry only queries")
+		w.Header().Del("Content-Length")
+		w.Header().Set("Allow", "POST")
+		code = http.StatusMethodNotAllowed
 	case code == http.StatusUnprocessableEntity && ct == "application/json":
 		code = http.StatusOK
 	case code >= 400 && ct == "application/graphql-response+json":
 		w.held = &bytes.Buffer{}
 		w.Header().Del("Content-Length")
-	case code == http.StatusNotAcceptable && w.get:
-		// gqlgen's answer to a GET that is not a query.
-		w.Header().Set("Allow", "POST")
-		code = http.StatusMethodNotAllowed
 	}
 	w.ResponseWriter.WriteHeader(code)
 }

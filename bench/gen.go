@@ -57,6 +57,9 @@ type genStats struct {
 }
 
 func generate(n int, seed uint64, dir string) (genStats, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return genStats{}, err
+	}
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	// rank[i] is the user at popularity rank i; cum the cumulative weights.
 	rank := rng.Perm(n)

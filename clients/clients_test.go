@@ -13,24 +13,26 @@ import (
 	"follows/api/apitest"
 )
 
-// nodeTools checks that clients/, the tests' working folder, has its npm
-// packages (npm ci in clients/).
+// nodeTools checks that clients/, the tests' working folder, has the npm
+// packages a test needs (npm ci in clients/ installs them all).
 // Without them these tests skip, saying so, except in CI, where .ci/run
 // installs them and a skip would hide a broken set-up.
-func nodeTools(t *testing.T) {
+func nodeTools(t *testing.T, packages ...string) {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join("node_modules", "graphql-http")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("clients/node_modules is missing; .ci/run runs npm ci in clients/")
+	for _, p := range packages {
+		if _, err := os.Stat(filepath.Join("node_modules", p)); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("clients/node_modules/%s is missing; .ci/run runs npm ci in clients/", p)
+			}
+			t.Skipf("SKIPPED: %s is not installed: run `npm ci` in clients/ to run the client tests (the GraphQL-over-HTTP audit, codegen, Apollo Client, Relay); CI does", p)
 		}
-		t.Skip("SKIPPED: run `npm ci` in clients/ to run the GraphQL-over-HTTP audit and the codegen test; CI does")
 	}
 }
 
 // graphql-http's server audit: every MUST passes. SHOULDs that fail are
 // listed in the test log (none at the time of writing).
 func TestGraphQLOverHTTPAudit(t *testing.T) {
-	nodeTools(t)
+	nodeTools(t, "graphql-http")
 	s := apitest.Start(t)
 	s.Sample()
 	cmd := exec.Command("node", "audit.mjs", s.URL+"/graphql")
@@ -64,7 +66,7 @@ func TestGraphQLOverHTTPAudit(t *testing.T) {
 // GraphQL Code Generator reads the running server's introspection and the
 // generated TypeScript types compile against code that uses them.
 func TestClientCodegen(t *testing.T) {
-	nodeTools(t)
+	nodeTools(t, "@graphql-codegen/cli", "typescript")
 	s := apitest.Start(t)
 	os.RemoveAll("generated")
 	for _, args := range [][]string{

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"follows/db"
 	"follows/graph/model"
@@ -43,7 +44,9 @@ type ComplexityRoot struct {
 	BlockPayload struct {
 		AlreadyBlocked func(childComplexity int) int
 		Blocked        func(childComplexity int) int
+		BlockedID      func(childComplexity int) int
 		Blocker        func(childComplexity int) int
+		BlockerID      func(childComplexity int) int
 		RemovedFollows func(childComplexity int) int
 	}
 
@@ -82,6 +85,8 @@ type ComplexityRoot struct {
 		FollowedAt       func(childComplexity int) int
 		Followee         func(childComplexity int) int
 		Follower         func(childComplexity int) int
+		FollowerEdge     func(childComplexity int) int
+		FollowingEdge    func(childComplexity int) int
 	}
 
 	Mutation struct {
@@ -104,6 +109,8 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
+		Node   func(childComplexity int, id string) int
+		Nodes  func(childComplexity int, ids []string) int
 		User   func(childComplexity int, id *string, name *string) int
 		Users  func(childComplexity int, first *int, after *string) int
 		Viewer func(childComplexity int) int
@@ -120,7 +127,9 @@ type ComplexityRoot struct {
 
 	UnfollowPayload struct {
 		Followee     func(childComplexity int) int
+		FolloweeID   func(childComplexity int) int
 		Follower     func(childComplexity int) int
+		FollowerID   func(childComplexity int) int
 		WasFollowing func(childComplexity int) int
 	}
 
@@ -176,6 +185,8 @@ type QueryResolver interface {
 	User(ctx context.Context, id *string, name *string) (*db.User, error)
 	Users(ctx context.Context, first *int, after *string) (*model.UserConnection, error)
 	Viewer(ctx context.Context) (*db.User, error)
+	Node(ctx context.Context, id string) (model.Node, error)
+	Nodes(ctx context.Context, ids []string) ([]model.Node, error)
 }
 type UserResolver interface {
 	ID(ctx context.Context, obj *db.User) (string, error)
@@ -221,12 +232,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.BlockPayload.Blocked(childComplexity), true
+	case "BlockPayload.blockedId":
+		if e.ComplexityRoot.BlockPayload.BlockedID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BlockPayload.BlockedID(childComplexity), true
 	case "BlockPayload.blocker":
 		if e.ComplexityRoot.BlockPayload.Blocker == nil {
 			break
 		}
 
 		return e.ComplexityRoot.BlockPayload.Blocker(childComplexity), true
+	case "BlockPayload.blockerId":
+		if e.ComplexityRoot.BlockPayload.BlockerID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BlockPayload.BlockerID(childComplexity), true
 	case "BlockPayload.removedFollows":
 		if e.ComplexityRoot.BlockPayload.RemovedFollows == nil {
 			break
@@ -353,6 +376,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FollowPayload.Follower(childComplexity), true
+	case "FollowPayload.followerEdge":
+		if e.ComplexityRoot.FollowPayload.FollowerEdge == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FollowPayload.FollowerEdge(childComplexity), true
+	case "FollowPayload.followingEdge":
+		if e.ComplexityRoot.FollowPayload.FollowingEdge == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FollowPayload.FollowingEdge(childComplexity), true
 
 	case "Mutation.block":
 		if e.ComplexityRoot.Mutation.Block == nil {
@@ -469,6 +504,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PageInfo.StartCursor(childComplexity), true
 
+	case "Query.node":
+		if e.ComplexityRoot.Query.Node == nil {
+			break
+		}
+
+		args, err := ec.field_Query_node_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Node(childComplexity, args["id"].(string)), true
+	case "Query.nodes":
+		if e.ComplexityRoot.Query.Nodes == nil {
+			break
+		}
+
+		args, err := ec.field_Query_nodes_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Nodes(childComplexity, args["ids"].([]string)), true
 	case "Query.user":
 		if e.ComplexityRoot.Query.User == nil {
 			break
@@ -524,12 +581,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UnfollowPayload.Followee(childComplexity), true
+	case "UnfollowPayload.followeeId":
+		if e.ComplexityRoot.UnfollowPayload.FolloweeID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UnfollowPayload.FolloweeID(childComplexity), true
 	case "UnfollowPayload.follower":
 		if e.ComplexityRoot.UnfollowPayload.Follower == nil {
 			break
 		}
 
 		return e.ComplexityRoot.UnfollowPayload.Follower(childComplexity), true
+	case "UnfollowPayload.followerId":
+		if e.ComplexityRoot.UnfollowPayload.FollowerID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UnfollowPayload.FollowerID(childComplexity), true
 	case "UnfollowPayload.wasFollowing":
 		if e.ComplexityRoot.UnfollowPayload.WasFollowing == nil {
 			break
@@ -800,6 +869,10 @@ func (ec *executionContext) childFields_BlockPayload(ctx context.Context, field 
 		return ec.fieldContext_BlockPayload_alreadyBlocked(ctx, field)
 	case "removedFollows":
 		return ec.fieldContext_BlockPayload_removedFollows(ctx, field)
+	case "blockerId":
+		return ec.fieldContext_BlockPayload_blockerId(ctx, field)
+	case "blockedId":
+		return ec.fieldContext_BlockPayload_blockedId(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type BlockPayload", field.Name)
 }
@@ -874,6 +947,10 @@ func (ec *executionContext) childFields_FollowPayload(ctx context.Context, field
 		return ec.fieldContext_FollowPayload_followedAt(ctx, field)
 	case "alreadyFollowing":
 		return ec.fieldContext_FollowPayload_alreadyFollowing(ctx, field)
+	case "followerEdge":
+		return ec.fieldContext_FollowPayload_followerEdge(ctx, field)
+	case "followingEdge":
+		return ec.fieldContext_FollowPayload_followingEdge(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type FollowPayload", field.Name)
 }
@@ -918,6 +995,10 @@ func (ec *executionContext) childFields_UnfollowPayload(ctx context.Context, fie
 		return ec.fieldContext_UnfollowPayload_followee(ctx, field)
 	case "wasFollowing":
 		return ec.fieldContext_UnfollowPayload_wasFollowing(ctx, field)
+	case "followerId":
+		return ec.fieldContext_UnfollowPayload_followerId(ctx, field)
+	case "followeeId":
+		return ec.fieldContext_UnfollowPayload_followeeId(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type UnfollowPayload", field.Name)
 }
@@ -1203,6 +1284,34 @@ func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs
 		return nil, err
 	}
 	args["name"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_node_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_nodes_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "ids",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalNID2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["ids"] = arg0
 	return args, nil
 }
 
@@ -1534,6 +1643,52 @@ func (ec *executionContext) _BlockPayload_removedFollows(ctx context.Context, fi
 }
 func (ec *executionContext) fieldContext_BlockPayload_removedFollows(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("BlockPayload", field, false, false, "Int")
+}
+
+func (ec *executionContext) _BlockPayload_blockerId(ctx context.Context, field graphql.CollectedField, obj *model.BlockPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BlockPayload_blockerId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.BlockerID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BlockPayload_blockerId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BlockPayload", field, true, false, "ID")
+}
+
+func (ec *executionContext) _BlockPayload_blockedId(ctx context.Context, field graphql.CollectedField, obj *model.BlockPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BlockPayload_blockedId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.BlockedID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BlockPayload_blockedId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BlockPayload", field, true, false, "ID")
 }
 
 func (ec *executionContext) _CreateUserPayload_user(ctx context.Context, field graphql.CollectedField, obj *model.CreateUserPayload) (ret graphql.Marshaler) {
@@ -2043,6 +2198,70 @@ func (ec *executionContext) _FollowPayload_alreadyFollowing(ctx context.Context,
 }
 func (ec *executionContext) fieldContext_FollowPayload_alreadyFollowing(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("FollowPayload", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _FollowPayload_followerEdge(ctx context.Context, field graphql.CollectedField, obj *model.FollowPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FollowPayload_followerEdge(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FollowerEdge(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.FollowEdge) graphql.Marshaler {
+			return ec.marshalNFollowEdge2ᚖfollowsᚋgraphᚋmodelᚐFollowEdge(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FollowPayload_followerEdge(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FollowPayload",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FollowEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FollowPayload_followingEdge(ctx context.Context, field graphql.CollectedField, obj *model.FollowPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FollowPayload_followingEdge(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FollowingEdge(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.FollowEdge) graphql.Marshaler {
+			return ec.marshalNFollowEdge2ᚖfollowsᚋgraphᚋmodelᚐFollowEdge(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FollowPayload_followingEdge(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FollowPayload",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FollowEdge(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Mutation_createUser(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -2629,6 +2848,94 @@ func (ec *executionContext) fieldContext_Query_viewer(_ context.Context, field g
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_node(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Node(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.Node) graphql.Marshaler {
+			return ec.marshalONode2followsᚋgraphᚋmodelᚐNode(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_node(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("FieldContext.Child cannot be called on type INTERFACE")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_node_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_nodes(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Nodes(ctx, fc.Args["ids"].([]string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.Node) graphql.Marshaler {
+			return ec.marshalNNode2ᚕfollowsᚋgraphᚋmodelᚐNode(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_nodes(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("FieldContext.Child cannot be called on type INTERFACE")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_nodes_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -2868,6 +3175,52 @@ func (ec *executionContext) _UnfollowPayload_wasFollowing(ctx context.Context, f
 }
 func (ec *executionContext) fieldContext_UnfollowPayload_wasFollowing(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("UnfollowPayload", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _UnfollowPayload_followerId(ctx context.Context, field graphql.CollectedField, obj *model.UnfollowPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UnfollowPayload_followerId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FollowerID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UnfollowPayload_followerId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UnfollowPayload", field, true, false, "ID")
+}
+
+func (ec *executionContext) _UnfollowPayload_followeeId(ctx context.Context, field graphql.CollectedField, obj *model.UnfollowPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UnfollowPayload_followeeId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FolloweeID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UnfollowPayload_followeeId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UnfollowPayload", field, true, false, "ID")
 }
 
 func (ec *executionContext) _User_id(ctx context.Context, field graphql.CollectedField, obj *db.User) (ret graphql.Marshaler) {
@@ -4833,6 +5186,26 @@ func UnmarshalUpdateFollowInput(ctx context.Context, raw any) (model.UpdateFollo
 
 // region    ************************** interface.gotpl ***************************
 
+func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj model.Node) graphql.Marshaler {
+	switch obj := (obj).(type) {
+	case nil:
+		return graphql.Null
+	case db.User:
+		return ec._User(ctx, sel, &obj)
+	case *db.User:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._User(ctx, sel, obj)
+	default:
+		if typedObj, ok := obj.(graphql.Marshaler); ok {
+			return typedObj
+		} else {
+			panic(fmt.Errorf("unexpected type %T; non-generated variants of Node must implement graphql.Marshaler", obj))
+		}
+	}
+}
+
 // endregion ************************** interface.gotpl ***************************
 
 // region    **************************** object.gotpl ****************************
@@ -4865,6 +5238,16 @@ func (ec *executionContext) _BlockPayload(ctx context.Context, sel ast.Selection
 			}
 		case "removedFollows":
 			out.Values[i] = ec._BlockPayload_removedFollows(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "blockerId":
+			out.Values[i] = ec._BlockPayload_blockerId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "blockedId":
+			out.Values[i] = ec._BlockPayload_blockedId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -5134,6 +5517,16 @@ func (ec *executionContext) _FollowPayload(ctx context.Context, sel ast.Selectio
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "followerEdge":
+			out.Values[i] = ec._FollowPayload_followerEdge(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "followingEdge":
+			out.Values[i] = ec._FollowPayload_followingEdge(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -5335,6 +5728,18 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_viewer(ctx, field)
 				})
+		case "node":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_node(ctx, field)
+				})
+		case "nodes":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_nodes(ctx, field)
+				})
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -5463,6 +5868,16 @@ func (ec *executionContext) _UnfollowPayload(ctx context.Context, sel ast.Select
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "followerId":
+			out.Values[i] = ec._UnfollowPayload_followerId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "followeeId":
+			out.Values[i] = ec._UnfollowPayload_followeeId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -5480,7 +5895,7 @@ func (ec *executionContext) _UnfollowPayload(ctx context.Context, sel ast.Select
 	return out
 }
 
-var userImplementors = []string{"User"}
+var userImplementors = []string{"User", "Node"}
 
 func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj *db.User) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, userImplementors)
@@ -6152,6 +6567,35 @@ func (ec *executionContext) marshalNID2string(ctx context.Context, sel ast.Selec
 	return res
 }
 
+func (ec *executionContext) unmarshalNID2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNID2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNID2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNID2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) unmarshalNInt2int(ctx context.Context, v any) (int, error) {
 	res, err := graphql.UnmarshalInt(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -6164,6 +6608,16 @@ func (ec *executionContext) marshalNInt2int(ctx context.Context, sel ast.Selecti
 		graphql.AddInvalidNullFromMarshaler(ctx, "Int!")
 	}
 	return res
+}
+
+func (ec *executionContext) marshalNNode2ᚕfollowsᚋgraphᚋmodelᚐNode(ctx context.Context, sel ast.SelectionSet, v []model.Node) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalONode2followsᚋgraphᚋmodelᚐNode(ctx, sel, v[i])
+	})
+
+	return ret
 }
 
 func (ec *executionContext) marshalNPageInfo2ᚖfollowsᚋgraphᚋmodelᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
@@ -6519,6 +6973,13 @@ func (ec *executionContext) marshalOInt2ᚖint(ctx context.Context, sel ast.Sele
 	_ = ctx
 	res := graphql.MarshalInt(*v)
 	return res
+}
+
+func (ec *executionContext) marshalONode2followsᚋgraphᚋmodelᚐNode(ctx context.Context, sel ast.SelectionSet, v model.Node) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Node(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOString2ᚖstring(ctx context.Context, v any) (*string, error) {

@@ -17,13 +17,14 @@ import (
 // printSchema does) unless the schema redeclares one.
 var specifiedDirectives = map[string]bool{"skip": true, "include": true, "deprecated": true, "specifiedBy": true, "oneOf": true}
 
-// PrintedSchema is the server's schema as SDL, as /schema.graphql holds
-// it: the types and directives the schema declares, and the directives the
-// server adds that are not in the spec (@defer), which introspection
-// reports and a tool reading the file would otherwise not know. Built-in
-// types and the spec's directives are left out.
+// PrintedSchema is the server's schema (Schema) as SDL, as /schema.graphql
+// holds it: the types and directives the schema declares, and any
+// directive the server adds that is not in the spec, which introspection
+// would report and a tool reading the file would otherwise not know (none
+// now that @defer is left out). Built-in types and the spec's directives
+// are left out.
 func PrintedSchema() string {
-	s := *NewExecutableSchema(Config{}).Schema()
+	s := *Schema()
 	s.Directives = maps.Clone(s.Directives)
 	for name, d := range s.Directives {
 		if builtIn := d.Position != nil && d.Position.Src != nil && d.Position.Src.BuiltIn; builtIn && !specifiedDirectives[name] {

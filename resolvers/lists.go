@@ -162,13 +162,14 @@ type listCost func(child int, first *int) int
 
 func (p listCost) connection(child int, first *int, _ *string) int { return p(child, first) }
 
-// Complexity prices each list field as its row says; every other field
-// costs gqlgen's default, 1 plus its children.
+// Complexity prices each list field as its row says, and nodes for its
+// ids; every other field costs gqlgen's default, 1 plus its children.
 func Complexity() graph.ComplexityRoot {
 	var c graph.ComplexityRoot
 	for _, f := range listFields {
 		f.cost(&c, f.price)
 	}
+	c.Query.Nodes = nodesPrice
 	return c
 }
 

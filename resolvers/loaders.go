@@ -72,6 +72,8 @@ type requestLoaders struct {
 	// plans caches prefetch plans by list field (*ast.Field); they depend
 	// on the query only, so they outlive a mutation's reset.
 	plans sync.Map
+	// roots runs prefetchRoots once per request.
+	roots sync.Once
 }
 
 func (rl *requestLoaders) get() *loaders {

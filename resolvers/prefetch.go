@@ -23,7 +23,11 @@ func (r *Resolver) prefetch(ctx context.Context, ids []int64, paths ...[]string)
 	if fc == nil || fc.Field.Field == nil || len(ids) == 0 {
 		return
 	}
-	steps := r.prefetchPlan(ctx, fc.Field, paths)
+	r.startSteps(ctx, r.prefetchPlan(ctx, fc.Field, paths), ids)
+}
+
+// startSteps starts each step for each of the users.
+func (r *Resolver) startSteps(ctx context.Context, steps []prefetchStep, ids []int64) {
 	if len(steps) == 0 {
 		return
 	}
@@ -53,6 +57,10 @@ func (r *Resolver) prefetch(ctx context.Context, ids []int64, paths ...[]string)
 		}
 	}
 }
+
+// userImplementors are what a User satisfies in a fragment's type
+// condition: the type and the interface it implements.
+var userImplementors = []string{"User", "Node"}
 
 // prefetchStep is one lookup to start for every user of a list: a list
 // field of User and the page its arguments ask for, or a field that looks
@@ -94,7 +102,7 @@ func planSteps(ctx context.Context, field graphql.CollectedField, paths [][]stri
 			return nil, err
 		}
 		for _, sel := range sels {
-			fields, err := collectFields(oc, sel, []string{"User"})
+			fields, err := collectFields(oc, sel, userImplementors)
 			if err != nil {
 				return nil, err
 			}

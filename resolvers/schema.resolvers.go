@@ -12,7 +12,6 @@ import (
 	"follows/db"
 	"follows/graph"
 	"follows/graph/model"
-	"strconv"
 )
 
 func (r *followEdgeResolver) Muted(ctx context.Context, obj *model.FollowEdge) (*bool, error) {
@@ -37,6 +36,9 @@ func (r *mutationResolver) CreateUser(ctx context.Context, input model.CreateUse
 		return nil, badArg(ctx, "input.name", "a name is %s", db.NameRule)
 	}
 	u, err := r.Store.CreateUser(ctx, input.Name)
+	if errors.Is(err, db.ErrNameTaken) {
+		return nil, badArg(ctx, "input.name", "that name is taken")
+	}
 	if err != nil {
 		return nil, storeError(ctx, err)
 	}
@@ -86,7 +88,7 @@ func (r *mutationResolver) DeleteUser(ctx context.Context, input model.DeleteUse
 		return nil, storeError(ctx, err)
 	}
 	freshLoaders(ctx)
-	return &model.DeleteUserPayload{DeletedUserID: input.UserID, DeletedFollows: n}, nil
+	return &model.DeleteUserPayload{DeletedUserID: model.UserID(id), DeletedFollows: n}, nil
 }
 
 func (r *mutationResolver) UpdateFollow(ctx context.Context, input model.UpdateFollowInput) (*model.FollowPayload, error) {
@@ -149,15 +151,7 @@ func (r *queryResolver) User(ctx context.Context, id *string, name *string) (*db
 		if err != nil {
 			return nil, err
 		}
-		// Straight to the store: a root field has no siblings to wait for.
-		found, err := r.Store.UsersByID(ctx, []int64{uid})
-		if err != nil {
-			return nil, storeError(ctx, err)
-		}
-		if found[0] != nil {
-			r.loadersFor(ctx).users.Prime(uid, found[0])
-		}
-		return visible(ctx, found[0]), nil
+		return r.userByID(ctx, uid)
 	}
 	u, err := r.Store.UserByName(ctx, *name)
 	if errors.Is(err, db.ErrNotFound) {
@@ -185,9 +179,19 @@ func (r *queryResolver) Viewer(ctx context.Context) (*db.User, error) {
 	return r.viewer(ctx)
 }
 
+// Node is the resolver for the node field.
+func (r *queryResolver) Node(ctx context.Context, id string) (model.Node, error) {
+	return r.node(ctx, id)
+}
+
+// Nodes is the resolver for the nodes field.
+func (r *queryResolver) Nodes(ctx context.Context, ids []string) ([]model.Node, error) {
+	return r.nodes(ctx, ids)
+}
+
 // ID is the resolver for the id field.
 func (r *userResolver) ID(ctx context.Context, obj *db.User) (string, error) {
-	return strconv.FormatInt(obj.ID, 10), nil
+	return model.UserID(obj.ID), nil
 }
 
 // Followers is the resolver for the followers field.

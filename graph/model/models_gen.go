@@ -4,19 +4,10 @@ package model
 
 import (
 	"follows/db"
-	"time"
 )
 
 type BlockInput struct {
 	UserID string `json:"userId"`
-}
-
-type BlockPayload struct {
-	Blocker        *db.User `json:"blocker"`
-	Blocked        *db.User `json:"blocked"`
-	AlreadyBlocked bool     `json:"alreadyBlocked"`
-	// How many follows the block removed, in both directions.
-	RemovedFollows int `json:"removedFollows"`
 }
 
 type CreateUserInput struct {
@@ -40,6 +31,7 @@ type DeleteUserInput struct {
 }
 
 type DeleteUserPayload struct {
+	// The deleted user's id: a client cache evicts it (Relay's @deleteRecord).
 	DeletedUserID string `json:"deletedUserId"`
 	// How many follow rows went with the user, in both directions.
 	DeletedFollows int `json:"deletedFollows"`
@@ -47,14 +39,6 @@ type DeleteUserPayload struct {
 
 type FollowInput struct {
 	UserID string `json:"userId"`
-}
-
-type FollowPayload struct {
-	Follower   *db.User  `json:"follower"`
-	Followee   *db.User  `json:"followee"`
-	FollowedAt time.Time `json:"followedAt"`
-	// True when the follow existed already; followedAt is then its original time.
-	AlreadyFollowing bool `json:"alreadyFollowing"`
 }
 
 type Mutation struct {
@@ -88,12 +72,6 @@ type UnblockPayload struct {
 
 type UnfollowInput struct {
 	UserID string `json:"userId"`
-}
-
-type UnfollowPayload struct {
-	Follower     *db.User `json:"follower"`
-	Followee     *db.User `json:"followee"`
-	WasFollowing bool     `json:"wasFollowing"`
 }
 
 type UpdateFollowInput struct {
