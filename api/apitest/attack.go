@@ -18,10 +18,13 @@ import (
 // while an attack runs: a profile on the sample graph (Sample).
 const ProfileQuery = `{ user(name: "alice") { name followerCount followers(first: 10) { nodes { name } } } }`
 
-// Attack budgets: while an attack runs, ProfileQuery answers within
-// SlowdownFactor times its idle latency plus SlowdownMargin (generous,
-// since the machine is shared), and the process's peak resident memory
-// stays under MaxPeakRSS.
+// Attack budgets: while an attack runs, ProfileQuery answers (nine in ten
+// of its requests) within SlowdownFactor times its idle latency plus
+// SlowdownMargin (generous, since the machine is shared), and the
+// process's peak resident memory stays under MaxPeakRSS. The ninth decile
+// rather than the worst: on a shared two-core machine one request in a
+// few hundred meets a scheduling or GC stall of its own, while an attack
+// that hurts the server slows them all.
 const (
 	SlowdownFactor = 10
 	SlowdownMargin = 100 * time.Millisecond
@@ -51,9 +54,8 @@ func (s *Server) UnderAttack(attack func()) {
 	rssOK := resetPeakRSS()
 	stop := make(chan struct{})
 	type result struct {
-		n     int
-		worst time.Duration
-		err   error
+		took []time.Duration
+		err  error
 	}
 	done := make(chan result, 1) // buffered: if attack fails the test, nobody reads it
 	go func() {
@@ -61,8 +63,7 @@ func (s *Server) UnderAttack(attack func()) {
 		defer func() { done <- r }()
 		for {
 			d, err := s.profile()
-			r.n++
-			r.worst = max(r.worst, d)
+			r.took = append(r.took, d)
 			if err != nil {
 				r.err = err
 				return
@@ -79,17 +80,20 @@ func (s *Server) UnderAttack(attack func()) {
 		attack()
 	}()
 	r := <-done
-	s.t.Logf("profile query: idle %v, under attack up to %v over %d requests; peak RSS %d MB",
-		idle[len(idle)/2], r.worst, r.n, peakRSS()>>20)
+	slices.Sort(r.took)
+	n := len(r.took)
+	p90, worst := r.took[n*9/10], r.took[n-1]
+	s.t.Logf("profile query: idle %v, under attack %v (ninth decile), up to %v over %d requests; peak RSS %d MB",
+		idle[len(idle)/2], p90, worst, n, peakRSS()>>20)
 	if r.err != nil {
 		s.t.Errorf("during the attack, a profile request failed: %v", r.err)
 	}
 	switch {
 	case raceDetector:
 		s.t.Log("the profile query's latency is not checked under the race detector")
-	case r.worst > budget:
-		s.t.Errorf("during the attack, the profile query took up to %v over %d requests; idle it takes %v, the budget is %v",
-			r.worst, r.n, idle[len(idle)/2], budget)
+	case p90 > budget:
+		s.t.Errorf("during the attack, one in ten profile queries took over %v (of %d requests); idle it takes %v, the budget is %v",
+			p90, n, idle[len(idle)/2], budget)
 	}
 	if rssOK {
 		if peak := peakRSS(); peak > MaxPeakRSS {
