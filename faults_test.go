@@ -26,7 +26,7 @@ func TestCrashLosesNothingAcknowledged(t *testing.T) {
 	}
 	bin := binary(t)
 	dbPath := filepath.Join(t.TempDir(), "follows.db")
-	cmd, url, _ := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", dbPath, "-secret", "crash")
+	cmd, url, _ := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", dbPath, "-secret", testSecret)
 
 	// Enough users that the load makes new follows until the kill.
 	var users []apitest.Account
@@ -86,7 +86,7 @@ func TestCrashLosesNothingAcknowledged(t *testing.T) {
 		t.Fatal("no follow was acknowledged before the kill")
 	}
 
-	_, url, _ = startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", dbPath, "-secret", "crash")
+	_, url, _ = startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", dbPath, "-secret", testSecret)
 	apitest.CheckGraph(t, dbPath)
 	raw := apitest.OpenRaw(t, dbPath)
 	missing := 0

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,4 +152,64 @@ func TestImportRefusesBadRows(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A deleted user's token stays dead when the graph moves: export carries
+// the highest id ever given and each account's stamp, so after import the
+// next sign-up does not get the deleted user's id, the old token does not
+// act as anyone, and the other users' tokens still work.
+func TestTokensSurviveOnlyTheirAccountsThroughExportImport(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "src.db")
+	url, stop := serveInProcess(t, "-addr", "127.0.0.1:0", "-db", src, "-secret", testSecret)
+	var tokens []string
+	for i := range 5 {
+		out := post(t, url, "", fmt.Sprintf(`mutation { createUser(input: {name: "u%d"}) { user { id } token } }`, i+1))
+		tokens = append(tokens, dig(out, "data", "createUser", "token").(string))
+	}
+	if id := dig(post(t, url, tokens[4], `{ viewer { id } }`), "data", "viewer", "id"); id != "5" {
+		t.Fatalf("the fifth user's id is %v", id)
+	}
+	if out := post(t, url, tokens[4], `mutation { deleteUser(input: {userId: "5"}) { deletedFollows } }`); out["errors"] != nil {
+		t.Fatalf("delete user 5: %v", out["errors"])
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	up, fp := filepath.Join(dir, "users.csv"), filepath.Join(dir, "follows.csv")
+	if err := run(t.Context(), []string{"export", "-db", src, "-users", up, "-follows", fp}, io.Discard, io.Discard, noEnv); err != nil {
+		t.Fatalf("export: %v", err)
+	}
+	dst := filepath.Join(t.TempDir(), "dst.db")
+	if err := run(t.Context(), []string{"import", "-db", dst, "-users", up, "-follows", fp}, io.Discard, io.Discard, noEnv); err != nil {
+		t.Fatalf("import: %v", err)
+	}
+	url, _ = serveInProcess(t, "-addr", "127.0.0.1:0", "-db", dst, "-secret", testSecret)
+	out := post(t, url, "", `mutation { createUser(input: {name: "newcomer"}) { user { id } } }`)
+	if id := dig(out, "data", "createUser", "user", "id"); id == "5" || id == nil {
+		t.Errorf("the next sign-up after the move got id %v, want one above 5", id)
+	}
+	if v := dig(post(t, url, tokens[4], `{ viewer { name } }`), "data", "viewer"); v != nil {
+		t.Errorf("the deleted user's token acts as %v after the move", v)
+	}
+	out = post(t, url, tokens[4], `mutation { follow(input: {userId: "1"}) { alreadyFollowing } }`)
+	if code := dig(out, "errors"); code == nil || !strings.Contains(fmt.Sprint(code), "UNAUTHENTICATED") {
+		t.Errorf("the deleted user's token follows after the move: %v", out)
+	}
+	if name := dig(post(t, url, tokens[0], `{ viewer { name } }`), "data", "viewer", "name"); name != "u1" {
+		t.Errorf("user 1's token after the move names %v, want u1", name)
+	}
+}
+
+// dig walks a decoded JSON response.
+func dig(v any, path ...string) any {
+	for _, p := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[p]
+	}
+	return v
 }

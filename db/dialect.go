@@ -60,6 +60,12 @@ type dialect struct {
 	// put it back. Rows are checked before they go in, so the import need
 	// not pay for foreign key lookups on each.
 	bulkSetup, bulkReset []string
+	// lastUserID reads the highest user id ever given out, deleted users'
+	// included (SQLite's sqlite_sequence, SQL Server's identity).
+	lastUserID func(ctx context.Context, r runner) (int64, error)
+	// keepUserIDsAbove, for a bulk import, makes the ids given to new users
+	// higher than last; nil where bulk import is not supported.
+	keepUserIDsAbove func(ctx context.Context, r runner, last int64) error
 	// setAsideFollowIndexes, for a bulk import, drops the follow table's
 	// secondary indexes and its triggers (the counts' among them) and
 	// returns what restores them; nil where bulk import is not supported.

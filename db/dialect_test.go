@@ -171,7 +171,7 @@ func TestTransactionPanicReleasesTheLock(t *testing.T) {
 			}
 		}()
 		s.inTx(context.Background(), func(r runner) error {
-			if _, err := r.exec(context.Background(), s.d.insertUser, "ghost"); err != nil {
+			if _, err := r.exec(context.Background(), s.d.insertUser, "ghost", newStamp()); err != nil {
 				t.Fatal(err)
 			}
 			panic("in the middle of a transaction")

@@ -73,7 +73,7 @@ FROM (SELECT strftime('%Y-%m-%d %H:%M:%f', 'now') || '0000' AS now,
 WHERE true
 ON CONFLICT (FollowerId, FolloweeId) DO NOTHING
 RETURNING CreatedAt`,
-		insertUser: `INSERT INTO Users (Name) VALUES (?) RETURNING Id`,
+		insertUser: `INSERT INTO Users (Name, SecurityStamp) VALUES (?, ?) RETURNING Id`,
 		idSet:      `SELECT value FROM json_each(?)`,
 		userByName: `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Name = ? COLLATE NOCASE`,
 		listUsers:  `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id > ? AND ` + active("u") + ` ORDER BY u.Id LIMIT ?`,
@@ -84,6 +84,8 @@ JOIN Blocks AS b ON b.BlockerId = p.value ->> 0 AND b.BlockedId = p.value ->> 1`
 		mutualCounts:          `SELECT k.value, ` + mutualCount("k.value") + ` FROM json_each(?) AS k`,
 		arg:                   func(v any) any { return v },
 		setAsideFollowIndexes: sqliteSetAsideFollowIndexes,
+		lastUserID:            sqliteLastUserID,
+		keepUserIDsAbove:      sqliteKeepUserIDsAbove,
 		// A large page cache keeps the B-trees being filled in memory
 		// rather than spilling and rereading them.
 		bulkSetup: []string{`PRAGMA foreign_keys = OFF`, `PRAGMA cache_size = -65536`, `PRAGMA temp_store = MEMORY`},
@@ -211,6 +213,47 @@ WHERE tbl_name = 'Follows' AND type IN ('index', 'trigger') AND sql IS NOT NULL`
 		}
 		return nil
 	}, nil
+}
+
+// Users.Id is AUTOINCREMENT, so SQLite gives no id twice: sqlite_sequence
+// holds the highest it gave. It holds no row for Users before the first
+// insert, and (for a table an EF Core app made without AUTOINCREMENT)
+// may not exist at all; the highest id there is then the mark.
+const sqliteSequenceExists = `SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name = 'sqlite_sequence'`
+
+func sqliteLastUserID(ctx context.Context, r runner) (int64, error) {
+	q := `SELECT coalesce(max(Id), 0) FROM Users`
+	var seq int
+	if err := r.queryRow(ctx, sqliteSequenceExists, nil, &seq); err != nil {
+		return 0, err
+	}
+	if seq > 0 {
+		q = `SELECT max(coalesce((SELECT max(Id) FROM Users), 0), coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'Users'), 0))`
+	}
+	var last int64
+	err := r.queryRow(ctx, q, nil, &last)
+	return last, err
+}
+
+// sqliteKeepUserIDsAbove raises the Users sequence to last, never lowers
+// it. SQLite lets sqlite_sequence be written like any table.
+func sqliteKeepUserIDsAbove(ctx context.Context, r runner, last int64) error {
+	if last == 0 {
+		return nil
+	}
+	var seq int
+	if err := r.queryRow(ctx, sqliteSequenceExists, nil, &seq); err != nil {
+		return err
+	}
+	if seq == 0 {
+		return errors.New("Users has no AUTOINCREMENT sequence (sqlite_sequence is missing)")
+	}
+	if _, err := r.exec(ctx, `INSERT INTO sqlite_sequence (name, seq) SELECT 'Users', ?
+WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'Users')`, last); err != nil {
+		return err
+	}
+	_, err := r.exec(ctx, `UPDATE sqlite_sequence SET seq = ? WHERE name = 'Users' AND seq < ?`, last, last)
+	return err
 }
 
 // sqlitePages answers a batch of page queries with one UNION ALL statement

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -47,7 +48,7 @@ func sqlserverDialect() *dialect {
 INSERT INTO Follows (FollowerId, FolloweeId) OUTPUT INSERTED.CreatedAt INTO @t
 SELECT @p1, @p2 WHERE NOT EXISTS (SELECT 1 FROM Follows WITH (UPDLOCK, HOLDLOCK) WHERE FollowerId = @p1 AND FolloweeId = @p2);
 SELECT CreatedAt FROM @t;`,
-		insertUser: `INSERT INTO Users (Name) OUTPUT INSERTED.Id VALUES (?)`,
+		insertUser: `INSERT INTO Users (Name, SecurityStamp) OUTPUT INSERTED.Id VALUES (?, ?)`,
 		idSet:      `SELECT CAST(value AS int) FROM OPENJSON(?)`,
 		userByName: `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Name = ?`,
 		listUsers:  `SELECT TOP (@p2) ` + userColumns + ` FROM Users AS u WHERE u.Id > @p1 AND ` + active("u") + ` ORDER BY u.Id`,
@@ -58,7 +59,17 @@ JOIN Blocks AS b ON b.BlockerId = p.a AND b.BlockedId = p.b`,
 		mutualCounts:     `SELECT k.Id, ` + mutualCount("k.Id") + ` FROM OPENJSON(?) WITH (Id int '$') AS k`,
 		pagesQuery:       sqlserverPages,
 		suggestionsQuery: sqlserverSuggestions,
+		lastUserID:       sqlserverLastUserID,
 	}
+}
+
+// sqlserverLastUserID reads the identity's last value, the highest id it
+// gave (null before the first insert).
+func sqlserverLastUserID(ctx context.Context, r runner) (int64, error) {
+	var last int64
+	err := r.queryRow(ctx, `SELECT COALESCE(CAST(c.last_value AS bigint), 0) FROM sys.identity_columns AS c
+WHERE c.object_id = OBJECT_ID('Users') AND c.name = 'Id'`, nil, &last)
+	return last, err
 }
 
 // The list statements: for each query in the JSON batch, CROSS APPLY seeks

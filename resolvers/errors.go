@@ -78,6 +78,8 @@ func authError(ctx context.Context, err error) error {
 		return userError(ctx, CodeUnauthenticated, "sign in: send Authorization: Bearer <token>")
 	case errors.Is(err, auth.ErrExpiredToken):
 		return userError(ctx, CodeUnauthenticated, "the bearer token has expired")
+	case errors.Is(err, errUserGone):
+		return userError(ctx, CodeUnauthenticated, "the token's user no longer exists")
 	}
 	return userError(ctx, CodeUnauthenticated, "the bearer token is not valid")
 }

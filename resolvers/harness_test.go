@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -45,7 +46,11 @@ func newTestAPI(t *testing.T) *testAPI {
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	a := &testAPI{t: t, store: store, logs: logs, batches: map[string][]int{}}
-	a.res = &Resolver{Store: store, Tokens: auth.NewTokens([]byte("test secret"), time.Hour), BatchWait: time.Millisecond, Log: log,
+	tokens, err := auth.NewTokens([]byte(strings.Repeat("test secret ", 3)), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.res = &Resolver{Store: store, Tokens: tokens, BatchWait: time.Millisecond, Log: log,
 		OnBatch: func(loader string, keys int) {
 			a.mu.Lock()
 			defer a.mu.Unlock()
@@ -133,5 +138,5 @@ func (a *testAPI) user(name string) (int64, string) {
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	return u.ID, a.res.Tokens.Mint(u.ID)
+	return u.ID, a.res.Tokens.Mint(u.ID, u.SecurityStamp)
 }

@@ -36,7 +36,7 @@ func TestSampleGraphOverHTTP(t *testing.T) {
 			}
 		}
 	}
-	s.Data("", `{ user(name: "alice") { followerCount followingCount
+	s.Data(u["alice"].Token, `{ user(name: "alice") { followerCount followingCount
 	  mutualFollows { nodes { name } } suggestions { user { name } via } } }`, nil, &alice)
 	if alice.User.FollowerCount != 1 || alice.User.FollowingCount != 2 {
 		t.Errorf("alice counts = %d followers, %d following; want 1, 2", alice.User.FollowerCount, alice.User.FollowingCount)
@@ -46,6 +46,14 @@ func TestSampleGraphOverHTTP(t *testing.T) {
 	}
 	if s := alice.User.Suggestions; len(s) != 1 || s[0].User.Name != "dave" || s[0].Via != 2 {
 		t.Errorf("alice.suggestions = %+v, want [{dave 2}]", s)
+	}
+	// Only alice may read them: which accounts are missing from someone's
+	// suggestions would tell whom they block or are blocked by.
+	for _, token := range []string{"", u["bob"].Token} {
+		r := s.Do(token, `{ user(name: "alice") { name suggestions { via } } }`, nil)
+		if r.Code() != "FORBIDDEN" || r.Errors[0].Message != "only a user itself may see its suggestions" {
+			t.Errorf("alice's suggestions read with token %.10q: %+v, want FORBIDDEN", token, r.Errors)
+		}
 	}
 
 	var dave struct {
@@ -218,8 +226,17 @@ func TestMutationOutcomes(t *testing.T) {
 	u := s.Sample()
 	alice, dave := u["alice"], u["dave"]
 	tampered := alice.Token[:len(alice.Token)-3] + "AAA"
+	// A token for alice, her stamp and all, signed with another secret.
 	forgedFor := func(id string) string {
-		return auth.NewTokens([]byte("not the secret"), time.Hour).Mint(mustID(t, id))
+		found, err := s.Store.UsersByID(context.Background(), []int64{mustID(t, id)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens, err := auth.NewTokens([]byte(strings.Repeat("not the secret ", 3)), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tokens.Mint(found[0].ID, found[0].SecurityStamp)
 	}
 	tests := []struct {
 		name     string

@@ -41,7 +41,7 @@ func (r *mutationResolver) CreateUser(ctx context.Context, input model.CreateUse
 		return nil, storeError(ctx, err)
 	}
 	r.wrote(ctx, &u)
-	return &model.CreateUserPayload{User: &u, Token: r.Tokens.Mint(u.ID)}, nil
+	return &model.CreateUserPayload{User: &u, Token: r.Tokens.Mint(u.ID, u.SecurityStamp)}, nil
 }
 
 // Follow is the resolver for the follow field.
@@ -150,14 +150,21 @@ func (r *queryResolver) User(ctx context.Context, id *string, name *string) (*db
 			return nil, err
 		}
 		// Straight to the store: a root field has no siblings to wait for.
-		found, err := r.Store.UsersByID(ctx, []int64{uid})
+		// The row of the user the token claims comes in the same
+		// statement, for checking the viewer (see me) when a field asks.
+		ids := []int64{uid}
+		if claim, err := auth.Viewer(ctx); err == nil && claim.UserID != uid {
+			ids = append(ids, claim.UserID)
+		}
+		found, err := r.Store.UsersByID(ctx, ids)
 		if err != nil {
 			return nil, storeError(ctx, err)
 		}
-		if found[0] != nil {
-			r.loadersFor(ctx).users.Prime(uid, found[0])
+		l := r.loadersFor(ctx)
+		for i, u := range found {
+			l.users.Prime(ids[i], u)
 		}
-		return visible(ctx, found[0]), nil
+		return r.visible(ctx, found[0])
 	}
 	u, err := r.Store.UserByName(ctx, *name)
 	if errors.Is(err, db.ErrNotFound) {
@@ -166,7 +173,7 @@ func (r *queryResolver) User(ctx context.Context, id *string, name *string) (*db
 	if err != nil {
 		return nil, storeError(ctx, err)
 	}
-	return visible(ctx, &u), nil
+	return r.visible(ctx, &u)
 }
 
 // Users is the resolver for the users field.
@@ -213,6 +220,11 @@ func (r *userResolver) MutualFollows(ctx context.Context, obj *db.User, first *i
 
 // Suggestions is the resolver for the suggestions field.
 func (r *userResolver) Suggestions(ctx context.Context, obj *db.User, first *int) ([]*model.Suggestion, error) {
+	// Who is missing from them would tell whom a user blocks or is
+	// blocked by.
+	if err := r.requireSelf(ctx, obj.ID, "only a user itself may see its suggestions"); err != nil {
+		return nil, err
+	}
 	q, err := suggestionsList.args(ctx, obj.ID, first, nil)
 	if err != nil {
 		return nil, err
@@ -250,9 +262,8 @@ func (r *userResolver) BlocksViewer(ctx context.Context, obj *db.User) (bool, er
 }
 
 func (r *userResolver) Blocked(ctx context.Context, obj *db.User, first *int, after *string) (*model.UserConnection, error) {
-	me, err := auth.Viewer(ctx)
-	if err != nil || me != obj.ID {
-		return nil, userError(ctx, CodeForbidden, "only a user itself may see whom it blocks")
+	if err := r.requireSelf(ctx, obj.ID, "only a user itself may see whom it blocks"); err != nil {
+		return nil, err
 	}
 	return r.userPage(ctx, blockedList, obj.ID, first, after, func(ctx context.Context) (int, error) {
 		n, err := r.Store.CountBlocked(ctx, obj.ID)

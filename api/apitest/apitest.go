@@ -32,10 +32,13 @@ type Server struct {
 	logs *lockedBuffer
 }
 
+// Secret is the secret the server signs tokens with.
+const Secret = "apitest: a token secret, 32 bytes or more"
+
 // Start serves a new, empty graph until the test ends. The handler has
 // api.DefaultConfig with Debug on, so that responses carry their SQL
 // statement counts, changed by each of opts in turn; it signs tokens with
-// a fixed secret and logs as text into Logs.
+// Secret and logs as text into Logs.
 func Start(t testing.TB, opts ...func(*api.Config)) *Server {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "follows.db")
@@ -52,7 +55,11 @@ func Start(t testing.TB, opts ...func(*api.Config)) *Server {
 	for _, opt := range opts {
 		opt(&cfg)
 	}
-	srv := httptest.NewServer(api.NewHandler(store, auth.NewTokens([]byte("test secret"), time.Hour), cfg, log, m))
+	tokens, err := auth.NewTokens([]byte(Secret), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.NewHandler(store, tokens, cfg, log, m))
 	t.Cleanup(srv.Close)
 	return &Server{URL: srv.URL, DBPath: path, Store: store, t: t, logs: logs}
 }
