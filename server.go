@@ -112,6 +112,9 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 		return err
 	}
 	defer store.Close()
+	if store.Integrity != "" && store.Integrity != "ok" {
+		log.Warn("database integrity", "check", store.Integrity)
+	}
 	if a := store.Adopted; a.Shape == db.ShapeConvention || a.Shape == db.ShapeJoinEntity {
 		log.Info("adopted an EF Core database", "shape", a.Shape, "steps", a.Steps)
 	}

@@ -28,11 +28,16 @@ type dialect struct {
 	// classify maps driver errors to the store's sentinel errors, keeping
 	// the driver error wrapped for logs.
 	classify func(error) error
+	// integrityCheck is the statement that checks a database file for
+	// damage, answering "ok" or what it found; empty where the server
+	// leaves that to the database's administrators.
+	integrityCheck string
 
 	// insertFollow inserts (FollowerId, FolloweeId) unless present and
 	// returns the new row's CreatedAt; no row when the pair existed.
 	insertFollow string
-	// insertUser inserts a user by Name and returns its Id.
+	// insertUser inserts a user by Name and SecurityStamp and returns its
+	// Id.
 	insertUser string
 	// idSet selects, as one column, the ids of a JSON array parameter (see
 	// idList); finish builds usersByID and recountIDs from it.

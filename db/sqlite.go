@@ -54,7 +54,8 @@ func sqliteDialect() *dialect {
 			}
 			return time.Time{}, fmt.Errorf("unexpected time value %T", v)
 		},
-		classify: classifySQLite,
+		classify:       classifySQLite,
+		integrityCheck: `PRAGMA quick_check`,
 		// CreatedAt is the database's clock, as the column default would
 		// set it, but never earlier than, nor equal to, the newest follow
 		// already in either user's lists: SQLite's clock ticks in
@@ -125,6 +126,15 @@ func classifySQLite(err error) error {
 		if strings.Contains(se.Error(), "Users.Name") {
 			return fmt.Errorf("%w: %w", ErrNameTaken, err)
 		}
+	}
+	// The rest by primary code: their extended codes say only where.
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_FULL:
+		return fmt.Errorf("%w: %w", ErrStorageFull, err)
+	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	case sqlite3.SQLITE_CANTOPEN:
+		return fmt.Errorf("%w (the server must be able to write the file, and its folder for the -wal and -shm files)", err)
 	}
 	return err
 }

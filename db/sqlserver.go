@@ -171,6 +171,9 @@ const (
 	mssqlDuplicateIndex = 2601 // unique index
 	mssqlConstraint     = 547  // CHECK or FOREIGN KEY constraint
 	mssqlDeadlock       = 1205 // chosen as deadlock victim
+	mssqlNoPage         = 1101 // no new page: the disk is full
+	mssqlFilegroupFull  = 1105 // the filegroup has no space left
+	mssqlLogFull        = 9002 // the transaction log is full
 )
 
 func classifySQLServer(err error) error {
@@ -205,6 +208,8 @@ func classifySQLServer(err error) error {
 		}
 	case mssqlDeadlock:
 		return fmt.Errorf("%w: %w", errRetry, err)
+	case mssqlNoPage, mssqlFilegroupFull, mssqlLogFull:
+		return fmt.Errorf("%w: %w", ErrStorageFull, err)
 	}
 	return err
 }

@@ -41,9 +41,20 @@ const Secret = "apitest: a token secret, 32 bytes or more"
 // Secret and logs as text into Logs.
 func Start(t testing.TB, opts ...func(*api.Config)) *Server {
 	t.Helper()
+	return StartDSN(t, "", opts...)
+}
+
+// StartDSN is Start with SQLite URI parameters (such as
+// _pragma=max_page_count(50)) added to the file's DSN.
+func StartDSN(t testing.TB, params string, opts ...func(*api.Config)) *Server {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "follows.db")
+	dsn := path
+	if params != "" {
+		dsn += "?" + params
+	}
 	m := api.NewMetrics()
-	store, err := db.Open(context.Background(), path, db.WithStatementHook(m.Statement))
+	store, err := db.Open(context.Background(), dsn, db.WithStatementHook(m.Statement))
 	if err != nil {
 		t.Fatal(err)
 	}
