@@ -87,10 +87,16 @@ JOIN Users AS u ON u.Id = {e}.Other`)
 var sqlserverSuggestionsText = `SELECT q.k, s.Via, ` + userColumns + `
 FROM OPENJSON(?) WITH (k int '$[0]', UserId int '$[1]', Lim int '$[2]') AS q
 CROSS APPLY (SELECT TOP (q.Lim) c.Id, c.Via FROM
-               (` + suggestionCandidates("q.UserId", "q.UserId") + `) AS c
+               (` + suggestionCandidates("SELECT q.UserId AS Id", sqlserverNewestFollows) + `) AS c
              JOIN ` + activeUser("n", "c.Id") + `
              ORDER BY c.Via DESC, n.Name ASC, c.Id ASC) AS s
 JOIN Users AS u ON u.Id = s.Id`
+
+// sqlserverNewestFollows joins, as alias, the newest n follows by owner.
+func sqlserverNewestFollows(alias, owner string, n int) string {
+	return fmt.Sprintf(`CROSS APPLY (SELECT TOP (%[3]d) nf.FolloweeId FROM Follows AS nf WHERE nf.FollowerId = %[2]s
+          ORDER BY nf.CreatedAt DESC, nf.FolloweeId DESC) AS %[1]s`, alias, owner, n)
+}
 
 // sqlserverTime is how a datetime2(7) travels inside OPENJSON.
 const sqlserverTime = "2006-01-02T15:04:05.0000000"

@@ -360,3 +360,24 @@ func TestStatementsPerRequestDoNotGrowWithUsers(t *testing.T) {
 		}
 	}
 }
+
+// suggestions is priced at the work its bound allows, so that a client
+// cannot make one request do many calls' worth: four fit the default
+// complexity limit, five do not.
+func TestSuggestionsPricedAsTheirWork(t *testing.T) {
+	s := apitest.Start(t)
+	u := s.Sample()
+	calls := func(n int) string {
+		q := "{ viewer {"
+		for i := range n {
+			q += fmt.Sprintf(" s%d: suggestions { via }", i)
+		}
+		return q + " } }"
+	}
+	if r := s.Do(u["alice"].Token, calls(4), nil); len(r.Errors) > 0 {
+		t.Errorf("four calls: %+v", r.Errors)
+	}
+	if r := s.Do(u["alice"].Token, calls(5), nil); r.Code() != "COMPLEXITY_LIMIT_EXCEEDED" {
+		t.Errorf("five calls: %+v, want COMPLEXITY_LIMIT_EXCEEDED", r.Errors)
+	}
+}
