@@ -301,6 +301,23 @@ func TestMutationOutcomes(t *testing.T) {
 	if r := s.Do(dave.Token, `{ viewer { id } }`, nil); string(r.Data) != `{"viewer":null}` {
 		t.Errorf("deleted user's viewer = %s, want null", r.Data)
 	}
+
+	// A token signed with the server's secret for alice's id but another
+	// account's stamp (as after her id was given to someone new) is a
+	// deleted user's token: anonymous for queries, refused for mutations.
+	tokens, err := auth.NewTokens([]byte(apitest.Secret), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := tokens.Mint(mustID(t, alice.ID), "0123456789abcdef0123456789abcdef")
+	r := s.Do(stale, apitest.FollowMutation, map[string]any{"id": u["carol"].ID})
+	if r.Code() != "UNAUTHENTICATED" || r.Errors[0].Message != "the token's user no longer exists" {
+		t.Errorf("follow with another account's stamp: %+v, want UNAUTHENTICATED, the user no longer exists", r.Errors)
+	}
+	r = s.Do(stale, `query($id: ID) { viewer { id } user(id: $id) { viewerFollows followsViewer } }`, map[string]any{"id": u["bob"].ID})
+	if string(r.Data) != `{"viewer":null,"user":{"viewerFollows":false,"followsViewer":false}}` || len(r.Errors) > 0 {
+		t.Errorf("queries with another account's stamp = %s %+v, want anonymous answers", r.Data, r.Errors)
+	}
 }
 
 // A list of users each with counts and followers costs a fixed number of
@@ -333,7 +350,8 @@ func TestStatementsPerRequestDoNotGrowWithUsers(t *testing.T) {
 		}
 		counts[n] = r.Extensions.Debug.SQLQueries
 	}
-	// users, their total, viewerFollows, followers pages.
+	// users, their total, the viewer (its token checked against its row),
+	// viewerFollows, followers pages.
 	if counts[50] > 5 || counts[50] != counts[5] {
 		t.Errorf("SQL statements: %d for 5 users, %d for 50; want the same, at most 5", counts[5], counts[50])
 	}
