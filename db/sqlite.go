@@ -271,7 +271,7 @@ func sqliteKeepUserIDsAbove(ctx context.Context, r runner, last int64) error {
 		return err
 	}
 	if seq == 0 {
-		return errors.New("Users has no AUTOINCREMENT sequence (sqlite_sequence is missing)")
+		return errors.New("the Users table has no AUTOINCREMENT sequence (sqlite_sequence is missing)")
 	}
 	if _, err := r.exec(ctx, `INSERT INTO sqlite_sequence (name, seq) SELECT 'Users', ?
 WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'Users')`, last); err != nil {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // User is an account in the follower graph. Its Name is a unique handle.
@@ -49,19 +50,7 @@ const NameRule = "1 to 32 letters, digits, '_', '.' or '-'"
 // ValidName reports whether name is a well-formed handle: 1 to 32 ASCII
 // letters, digits, '_', '.' or '-'. ASCII only, because handles are unique
 // without regard to case and SQLite folds only ASCII case.
-func ValidName(name string) bool {
-	if len(name) < 1 || len(name) > 32 {
-		return false
-	}
-	for _, c := range name {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '.', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
+func ValidName(name string) bool { return asciiWord(name, 32, "_.-") }
 
 // StampRule says in words what ValidStamp accepts.
 const StampRule = "1 to 64 ASCII letters, digits or '-'"
@@ -69,13 +58,17 @@ const StampRule = "1 to 64 ASCII letters, digits or '-'"
 // ValidStamp reports whether s is a well-formed security stamp, as the
 // server and the column's default make them (32 hex digits) or another
 // program might (a GUID, say).
-func ValidStamp(s string) bool {
-	if len(s) < 1 || len(s) > 64 {
+func ValidStamp(s string) bool { return asciiWord(s, 64, "-") }
+
+// asciiWord reports whether s is 1 to maxLen ASCII letters, digits and the
+// characters of punct.
+func asciiWord(s string, maxLen int, punct string) bool {
+	if len(s) < 1 || len(s) > maxLen {
 		return false
 	}
 	for _, c := range s {
 		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-':
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', strings.ContainsRune(punct, c):
 		default:
 			return false
 		}
