@@ -97,7 +97,7 @@ func (s *Store) Import(ctx context.Context, users iter.Seq2[UserRow, error], fol
 		bad = append(bad, re)
 		return true
 	}
-	if s.d.setAsideFollowIndexes == nil {
+	if s.d.setAsideFollowIndexes == nil || s.d.keepUserIDsAbove == nil {
 		return ImportStats{}, fmt.Errorf("import: bulk import supports SQLite; import into a SQLite file and move it with export")
 	}
 	err := s.bulkTx(ctx, func(r runner) error {
@@ -340,6 +340,9 @@ func (s *Store) ExportUsers(ctx context.Context) iter.Seq2[UserRow, error] {
 // deleted users' included: the mark an import of this graph must keep
 // new ids above.
 func (s *Store) LastUserID(ctx context.Context) (int64, error) {
+	if s.d.lastUserID == nil {
+		return 0, fmt.Errorf("read the last user id: not built for %s", s.d.name)
+	}
 	last, err := s.d.lastUserID(ctx, s.read())
 	if err != nil {
 		return 0, fmt.Errorf("read the last user id: %w", err)
