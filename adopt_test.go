@@ -128,14 +128,14 @@ func TestAdoptConventionShape(t *testing.T) {
 		t.Fatal("the dry run changed the database")
 	}
 
-	url, stop := serveInProcess(t, "-addr", "127.0.0.1:0", "-db", path, "-secret", "s")
+	url, stop := serveInProcess(t, "-addr", "127.0.0.1:0", "-db", path, "-secret", testSecret)
 	checkFollowsOverGraphQL(t, url, efFollows)
 	if tableCount(t, path, "UserUser") != -1 || tableCount(t, path, "__EFMigrationsHistory") != 1 {
 		t.Error("after conversion UserUser should be gone and __EFMigrationsHistory kept")
 	}
 	// The server works on the converted database: a new follow, newest first.
 	var tok strings.Builder
-	if err := run(t.Context(), []string{"token", "-user", "4", "-db", path, "-secret", "s"}, &tok, io.Discard, noEnv); err != nil {
+	if err := run(t.Context(), []string{"token", "-user", "4", "-db", path, "-secret", testSecret}, &tok, io.Discard, noEnv); err != nil {
 		t.Fatal(err)
 	}
 	rr := postVars(t, url, strings.TrimSpace(tok.String()), `mutation { follow(input: {userId: "1"}) { followee { followerCount } } }`, nil)
@@ -169,7 +169,7 @@ CREATE INDEX "IX_Follows_FolloweeId" ON "Follows" ("FolloweeId");`
 	}
 	path := makeDB(t, ddl, `INSERT INTO "Follows" ("FollowerId", "FolloweeId", "CreatedAt") VALUES `+strings.Join(vals, ", ")+";")
 
-	url, stop := serveInProcess(t, "-addr", "127.0.0.1:0", "-db", path, "-secret", "s")
+	url, stop := serveInProcess(t, "-addr", "127.0.0.1:0", "-db", path, "-secret", testSecret)
 	checkFollowsOverGraphQL(t, url, efFollows)
 
 	// alice's followers newest first, with the dates EF wrote.

@@ -16,10 +16,14 @@ import (
 // can move between SQLite and SQL Server:
 //
 //	follows export -db PATH -users users.csv -follows follows.csv
+//
+// Beside users.csv goes its sequence file, the highest user id ever given
+// out, so that the import gives no deleted user's id again.
 func runExport(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	c, fs := newFlags("follows export", stderr, getenv)
-	usersPath := fs.String("users", "", "where to write users.csv (Id,Name)")
+	usersPath := fs.String("users", "", "where to write users.csv (Id,Name,SecurityStamp)")
 	followsPath := fs.String("follows", "", "where to write follows.csv (FollowerId,FolloweeId,CreatedAt)")
+	seqPath := fs.String("sequence", "", "where to write the highest user id ever given out (LastUserId); default beside -users, users.sequence.csv for users.csv")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -57,6 +61,17 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	}
 	follows, err := write(*followsPath, "follows", func(w io.Writer) (int, error) { return graphcsv.WriteFollows(w, store.ExportFollows(ctx)) })
 	if err != nil {
+		return err
+	}
+	// Read after the users, so that it is at least the highest exported.
+	last, err := store.LastUserID(ctx)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	if *seqPath == "" {
+		*seqPath = graphcsv.SequencePath(*usersPath)
+	}
+	if _, err := write(*seqPath, "the user id sequence", func(w io.Writer) (int, error) { return 1, graphcsv.WriteSequence(w, last) }); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "exported %d users and %d follows\n", users, follows)

@@ -28,7 +28,7 @@ func TestCrashLosesNothingAcknowledged(t *testing.T) {
 	dbPath := filepath.Join(t.TempDir(), "follows.db")
 	// One address signs up and writes as fast as it can: the rate limits
 	// would stop what the test needs.
-	cmd, url, _ := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", dbPath, "-secret", "crash", "-rate-signup", "off", "-rate-mutations", "off")
+	cmd, url, _ := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", dbPath, "-secret", testSecret, "-rate-signup", "off", "-rate-mutations", "off")
 
 	// Enough users that the load makes new follows until the kill.
 	var users []apitest.Account
@@ -88,7 +88,7 @@ func TestCrashLosesNothingAcknowledged(t *testing.T) {
 		t.Fatal("no follow was acknowledged before the kill")
 	}
 
-	_, url, _ = startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", dbPath, "-secret", "crash")
+	_, url, _ = startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", dbPath, "-secret", testSecret)
 	apitest.CheckGraph(t, dbPath)
 	raw := apitest.OpenRaw(t, dbPath)
 	missing := 0

@@ -16,15 +16,23 @@ import (
 // runImport bulk-loads a graph from CSV files:
 //
 //	follows import -db PATH -users users.csv -follows follows.csv
+//
+// The sequence file export writes beside users.csv is read when it is
+// there: new users then get ids above every id the exported database gave.
 func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	c, fs := newFlags("follows import", stderr, getenv)
-	usersPath := fs.String("users", "", "CSV of users with the header Id,Name")
+	usersPath := fs.String("users", "", "CSV of users with the header Id,Name,SecurityStamp (or Id,Name: new stamps)")
 	followsPath := fs.String("follows", "", "CSV of follows with the header FollowerId,FolloweeId,CreatedAt (UTC, YYYY-MM-DD HH:MM:SS[.ffffff])")
+	seqPath := fs.String("sequence", "", "CSV with the header LastUserId: no new user gets an id at or below it; default beside -users (users.sequence.csv for users.csv), read when there")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *usersPath == "" || *followsPath == "" {
 		return errors.New("import: give -users and -follows")
+	}
+	last, err := readSequence(*seqPath, *usersPath)
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
 	}
 	uf, err := os.Open(*usersPath)
 	if err != nil {
@@ -45,7 +53,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, get
 
 	start := time.Now()
 	report := progressReporter(stderr, start)
-	stats, err := store.Import(ctx, graphcsv.ReadUsers(*usersPath, uf), inBackground(graphcsv.ReadFollows(*followsPath, ff)), report)
+	stats, err := store.Import(ctx, graphcsv.ReadUsers(*usersPath, uf), inBackground(graphcsv.ReadFollows(*followsPath, ff)), last, report)
 	if err != nil {
 		return err
 	}
@@ -53,6 +61,24 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	fmt.Fprintf(stdout, "imported %d users and %d follows in %.1fs (%.0f follows/s)\n",
 		stats.Users, stats.Follows, secs, float64(stats.Follows)/secs)
 	return nil
+}
+
+// readSequence reads the sequence file at path, or, when path is empty,
+// beside the users file if there is one there; without one the mark is 0.
+func readSequence(path, usersPath string) (int64, error) {
+	optional := path == ""
+	if optional {
+		path = graphcsv.SequencePath(usersPath)
+	}
+	f, err := os.Open(path)
+	if optional && errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	return graphcsv.ReadSequence(path, f)
 }
 
 // progressReporter prints the follows loaded so far and the rate: over one

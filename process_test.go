@@ -61,6 +61,9 @@ func binary(t *testing.T) string {
 // configure the program.
 func noEnv(string) string { return "" }
 
+// testSecret is the token secret of the tests' servers.
+const testSecret = "the tests' token secret, 32 bytes or more"
+
 // servingURL finds where a log line says the server serves GraphQL, in
 // either log format.
 var servingURL = regexp.MustCompile(`url"?[=:]"?(http://[^"\s]+)/graphql`)
@@ -247,7 +250,7 @@ func TestBinary(t *testing.T) {
 	}
 	bin := binary(t)
 	dbPath := filepath.Join(t.TempDir(), "follows.db")
-	cmd, url, _ := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", dbPath, "-demo", "-secret", "s3cret")
+	cmd, url, _ := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", dbPath, "-demo", "-secret", testSecret)
 
 	resp, err := http.Get(url + "/healthz")
 	if err != nil || resp.StatusCode != 200 {
@@ -258,7 +261,7 @@ func TestBinary(t *testing.T) {
 		t.Errorf("demo data: %s", got)
 	}
 
-	tok, err := exec.Command(bin, "token", "-user", "4", "-db", dbPath, "-secret", "s3cret").Output()
+	tok, err := exec.Command(bin, "token", "-user", "4", "-db", dbPath, "-secret", testSecret).Output()
 	if err != nil {
 		t.Fatalf("token subcommand: %v", err)
 	}
@@ -266,7 +269,7 @@ func TestBinary(t *testing.T) {
 	if got, _ := json.Marshal(out["data"]); string(got) != `{"follow":{"followee":{"name":"alice"},"follower":{"name":"dave"}}}` {
 		t.Errorf("follow with a minted token: %s (%v)", got, out["errors"])
 	}
-	if err := exec.Command(bin, "token", "-user", "99", "-db", dbPath, "-secret", "s3cret").Run(); err == nil {
+	if err := exec.Command(bin, "token", "-user", "99", "-db", dbPath, "-secret", testSecret).Run(); err == nil {
 		t.Error("token for a user who does not exist succeeded")
 	}
 
@@ -303,7 +306,7 @@ func TestSecretNeverShown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the binary")
 	}
-	const secret = "s3cret-that-must-not-leak"
+	const secret = "s3cret-that-must-not-leak-from-the-server"
 	bin := binary(t)
 	cmd, url, lines := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "x.db"), "-demo", "-secret", secret)
 	var bodies []string

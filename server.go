@@ -29,7 +29,6 @@ import (
 	"syscall"
 
 	"follows/api"
-	"follows/auth"
 	"follows/db"
 )
 
@@ -115,6 +114,10 @@ func (c config) handlerConfig() api.Config {
 }
 
 func serve(ctx context.Context, c config, log *slog.Logger) error {
+	tokens, err := c.tokens(log)
+	if err != nil {
+		return err
+	}
 	// The metrics come first: the store reports its statements to them.
 	m := api.NewMetrics()
 	store, err := db.Open(ctx, c.dsn, db.WithStatementHook(m.Statement))
@@ -122,6 +125,9 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 		return err
 	}
 	defer store.Close()
+	if store.Integrity != "" && store.Integrity != "ok" {
+		log.Warn("database integrity", "check", store.Integrity)
+	}
 	if a := store.Adopted; a.Shape == db.ShapeConvention || a.Shape == db.ShapeJoinEntity {
 		log.Info("adopted an EF Core database", "shape", a.Shape, "steps", a.Steps)
 	}
@@ -130,12 +136,7 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 			return err
 		}
 	}
-	secret := []byte(c.secret)
-	if len(secret) == 0 {
-		secret = auth.RandomSecret()
-		log.Warn("no token secret configured (-secret or TOKEN_SECRET): using a random one, so tokens end with this process and work on no other instance")
-	}
-	h := api.NewHandler(store, auth.NewTokens(secret, c.tokenTTL), c.handlerConfig(), log, m)
+	h := api.NewHandler(store, tokens, c.handlerConfig(), log, m)
 
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
@@ -176,7 +177,11 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		return errors.New("token: -user must be a user id")
 	}
 	if c.secret == "" {
-		return errors.New("token: give the server's -secret (or -secret-file, FOLLOWS_SECRET, TOKEN_SECRET); a server without one makes a random secret that no minted token matches")
+		return errors.New("token: give the server's secret (" + secretSources + "); a server without one makes a random secret that no minted token matches")
+	}
+	tokens, err := c.givenTokens()
+	if err != nil {
+		return fmt.Errorf("token: %w", err)
 	}
 	store, err := db.Open(ctx, c.dsn)
 	if err != nil {
@@ -190,7 +195,7 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	if found[0] == nil {
 		return fmt.Errorf("token: no user with id %d in %s", id, c.dsn)
 	}
-	fmt.Fprintln(stdout, auth.NewTokens([]byte(c.secret), c.tokenTTL).Mint(id))
+	fmt.Fprintln(stdout, tokens.Mint(id, found[0].SecurityStamp))
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"follows/api"
+	"follows/api/apitest"
 	"follows/auth"
 	"follows/db"
 )
@@ -30,7 +31,11 @@ func benchHandler(b *testing.B) http.Handler {
 	}
 	b.Cleanup(func() { store.Close() })
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return api.NewHandler(store, auth.NewTokens([]byte("bench"), time.Hour), api.DefaultConfig(), log, m)
+	tokens, err := auth.NewTokens([]byte(apitest.Secret), time.Hour)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return api.NewHandler(store, tokens, api.DefaultConfig(), log, m)
 }
 
 func benchQuery(b *testing.B, query string) {

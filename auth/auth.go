@@ -1,7 +1,13 @@
 // Package auth mints and checks the bearer tokens that say which user a
-// request comes from. A token is the user's id and an expiry, signed with
-// HMAC-SHA256 under a secret that every server instance shares, so any
-// instance can verify any token without shared state.
+// request comes from. A token is the user's id, its security stamp, when
+// it was issued and when it expires, signed with HMAC-SHA256 under a
+// secret that every server instance shares, so any instance can verify any
+// token without shared state.
+//
+// The stamp is a random value kept on the user's row: it dies with the
+// account, so a token never outlives its user nor passes to a later user
+// given the same id. Checking it against the row is the caller's part (see
+// Claim); this package only proves that the server minted the token.
 package auth
 
 import (
@@ -9,6 +15,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -25,9 +32,22 @@ var (
 	ErrExpiredToken = errors.New("expired bearer token")
 )
 
+// MinSecret is the shortest secret NewTokens takes, in bytes: HMAC-SHA256
+// under a shorter (or guessable) secret can be searched offline from any
+// one token, and then tokens forged for anyone.
+const MinSecret = 32
+
+// ErrShortSecret is NewTokens' refusal of a secret under MinSecret bytes.
+var ErrShortSecret = fmt.Errorf("the token secret must be at least %d bytes", MinSecret)
+
 // tokenVersion prefixes the signed text so that the format can change
-// without old tokens being read the new way.
-const tokenVersion = "v1"
+// without old tokens being read the new way. v1 tokens (id and expiry
+// only) carried no stamp and are refused.
+const tokenVersion = "v2"
+
+// clockSkew is how far in the future a token's issue time may be: the
+// clocks of the instances sharing a secret differ a little.
+const clockSkew = time.Minute
 
 // Strict, so that each token has one spelling.
 var b64 = base64.RawURLEncoding.Strict()
@@ -39,21 +59,44 @@ type Tokens struct {
 	now    func() time.Time
 }
 
-// NewTokens returns Tokens signing with secret; minted tokens last ttl.
-func NewTokens(secret []byte, ttl time.Duration) *Tokens {
-	return &Tokens{secret: secret, ttl: ttl, now: time.Now}
+// NewTokens returns Tokens signing with secret, which must be at least
+// MinSecret bytes. ttl is both how long a minted token lasts and the
+// oldest a token may be when verified, whatever expiry it carries.
+func NewTokens(secret []byte, ttl time.Duration) (*Tokens, error) {
+	if len(secret) < MinSecret {
+		return nil, fmt.Errorf("%w, not %d", ErrShortSecret, len(secret))
+	}
+	return &Tokens{secret: secret, ttl: ttl, now: time.Now}, nil
 }
 
-// RandomSecret returns a new 32-byte secret.
+// RandomSecret returns a new secret of MinSecret random bytes.
 func RandomSecret() []byte {
-	b := make([]byte, 32)
+	b := make([]byte, MinSecret)
 	rand.Read(b)
 	return b
 }
 
-// Mint returns a token for the user.
-func (t *Tokens) Mint(userID int64) string {
-	payload := fmt.Sprintf("%s:%d:%d", tokenVersion, userID, t.now().Add(t.ttl).Unix())
+// A Claim is what a verified token says: the user it was minted for and
+// that user's security stamp at the time. The token is the server's, but
+// the claim holds only while the user's row still has that stamp.
+type Claim struct {
+	UserID int64
+	Stamp  string
+}
+
+// Holds reports whether the claim names the user whose row has this
+// stamp. An empty stamp matches nothing. The comparison takes the same
+// time wherever the stamps differ.
+func (c Claim) Holds(userID int64, stamp string) bool {
+	return c.UserID == userID && stamp != "" && subtle.ConstantTimeCompare([]byte(c.Stamp), []byte(stamp)) == 1
+}
+
+// Mint returns a token for the user whose row has the stamp.
+func (t *Tokens) Mint(userID int64, stamp string) string {
+	now := t.now()
+	// The stamp goes last: it is the row's text, and whatever it holds
+	// cannot shift the fields before it.
+	payload := fmt.Sprintf("%s:%d:%d:%d:%s", tokenVersion, userID, now.Unix(), now.Add(t.ttl).Unix(), stamp)
 	return b64.EncodeToString([]byte(payload)) + "." + b64.EncodeToString(t.sign(payload))
 }
 
@@ -63,57 +106,66 @@ func (t *Tokens) sign(payload string) []byte {
 	return m.Sum(nil)
 }
 
-// Verify returns the user id a token was minted for.
-func (t *Tokens) Verify(token string) (int64, error) {
+// Verify returns what a token minted by these Tokens claims. A token older
+// than the ttl is expired even when its own expiry is later: a token
+// minted under a longer ttl, or forged with a far expiry by someone who
+// once had the secret, lasts no longer than the ttl in force.
+func (t *Tokens) Verify(token string) (Claim, error) {
 	p, sig, ok := strings.Cut(token, ".")
 	if !ok {
-		return 0, ErrInvalidToken
+		return Claim{}, ErrInvalidToken
 	}
 	payload, err := b64.DecodeString(p)
 	if err != nil {
-		return 0, ErrInvalidToken
+		return Claim{}, ErrInvalidToken
 	}
 	mac, err := b64.DecodeString(sig)
 	if err != nil {
-		return 0, ErrInvalidToken
+		return Claim{}, ErrInvalidToken
 	}
 	// hmac.Equal takes the same time wherever the first difference is.
 	if !hmac.Equal(mac, t.sign(string(payload))) {
-		return 0, ErrInvalidToken
+		return Claim{}, ErrInvalidToken
 	}
-	fields := strings.Split(string(payload), ":")
-	if len(fields) != 3 || fields[0] != tokenVersion {
-		return 0, ErrInvalidToken
+	fields := strings.SplitN(string(payload), ":", 5)
+	if len(fields) != 5 || fields[0] != tokenVersion || fields[4] == "" {
+		return Claim{}, ErrInvalidToken
 	}
 	id, err1 := strconv.ParseInt(fields[1], 10, 64)
-	exp, err2 := strconv.ParseInt(fields[2], 10, 64)
-	if err1 != nil || err2 != nil || id <= 0 {
-		return 0, ErrInvalidToken
+	iat, err2 := strconv.ParseInt(fields[2], 10, 64)
+	exp, err3 := strconv.ParseInt(fields[3], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || id <= 0 {
+		return Claim{}, ErrInvalidToken
 	}
-	if t.now().Unix() >= exp {
-		return 0, ErrExpiredToken
+	now := t.now()
+	issued := time.Unix(iat, 0)
+	if issued.After(now.Add(clockSkew)) {
+		return Claim{}, ErrInvalidToken
 	}
-	return id, nil
+	if now.Unix() >= exp || now.Sub(issued) >= t.ttl {
+		return Claim{}, ErrExpiredToken
+	}
+	return Claim{UserID: id, Stamp: fields[4]}, nil
 }
 
 type viewerKey struct{}
 
 type viewer struct {
-	id  int64
-	err error
+	claim Claim
+	err   error
 }
 
 // Middleware reads the Authorization header and records in the request's
-// context who the viewer is, or why there is none. A bad token does not
-// fail the request: queries still answer anonymously, and what needs a
-// viewer says why it has none.
+// context what its token claims, or why there is no claim. A bad token
+// does not fail the request: queries still answer anonymously, and what
+// needs a viewer says why it has none.
 func (t *Tokens) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := viewer{err: ErrNoToken}
 		if h := r.Header.Get("Authorization"); h != "" {
 			scheme, token, ok := strings.Cut(h, " ")
 			if ok && strings.EqualFold(scheme, "Bearer") {
-				v.id, v.err = t.Verify(strings.TrimSpace(token))
+				v.claim, v.err = t.Verify(strings.TrimSpace(token))
 			} else {
 				v.err = ErrInvalidToken
 			}
@@ -122,12 +174,13 @@ func (t *Tokens) Middleware(next http.Handler) http.Handler {
 	})
 }
 
-// Viewer returns the id of the user the request's token names, or why
-// there is none. It does not check that the user still exists.
-func Viewer(ctx context.Context) (int64, error) {
+// Viewer returns what the request's token claims, or why there is no
+// claim. It does not check the claim against the user's row: see
+// Claim.Holds.
+func Viewer(ctx context.Context) (Claim, error) {
 	v, ok := ctx.Value(viewerKey{}).(viewer)
 	if !ok {
-		return 0, ErrNoToken
+		return Claim{}, ErrNoToken
 	}
-	return v.id, v.err
+	return v.claim, v.err
 }

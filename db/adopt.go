@@ -79,8 +79,8 @@ func PlanAdoption(ctx context.Context, dsn string) (Plan, error) {
 		return Plan{}, err
 	}
 	if d.name == "sqlite" {
-		path, _, _ := strings.Cut(strings.TrimPrefix(dsn, "file:"), "?")
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		path := sqlitePath(dsn)
+		if fi, err := os.Stat(path); errors.Is(err, os.ErrNotExist) || (err == nil && fi.Size() == 0) {
 			return Plan{Shape: ShapeNew}, nil
 		}
 		connStr = "file:" + path + "?mode=ro&_pragma=busy_timeout(10000)"

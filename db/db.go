@@ -51,6 +51,12 @@ type Store struct {
 	// Adopted says what Open found and did to an existing EF Core
 	// database before migrating it (see adopt.go).
 	Adopted Plan
+	// Integrity says how far Open's integrity check of a SQLite file got:
+	// "ok", or that it ran out of time (see WithIntegrityLimit); empty
+	// where the dialect has none.
+	Integrity      string
+	integrityLimit time.Duration
+	health         health
 }
 
 // Option sets up a Store as Open makes it.
@@ -64,27 +70,45 @@ func WithStatementHook(fn func(time.Duration)) Option {
 
 // Open connects to the database named by dsn, applies any migrations not yet
 // applied, and returns the store. A dsn is a sqlserver:// URL for SQL
-// Server, and otherwise a SQLite path or file: URI (see dialectFor).
+// Server, and otherwise a SQLite path or file: URI (see dialectFor). A new
+// SQLite file is made readable by its owner only, and an existing one is
+// checked for damage first (see checkIntegrity). Its errors name the
+// database.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	d, connStr, err := dialectFor(dsn)
 	if err != nil {
 		return nil, err
 	}
-	// An EF Core database that cannot be adopted is refused before the
-	// server's own connection settings touch the file.
+	s, err := open(ctx, d, dsn, connStr, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", location(d, dsn), d.classify(err))
+	}
+	return s, nil
+}
+
+func open(ctx context.Context, d *dialect, dsn, connStr string, opts []Option) (*Store, error) {
 	if d.name == "sqlite" {
+		if err := createSQLiteFile(dsn); err != nil {
+			return nil, err
+		}
+		// An EF Core database that cannot be adopted is refused before
+		// the server's own connection settings touch the file.
 		if _, err := PlanAdoption(ctx, dsn); err != nil {
 			return nil, err
 		}
 	}
 	sqlDB, err := sql.Open(d.driver, connStr)
 	if err != nil {
-		return nil, fmt.Errorf("open %s database: %w", d.name, err)
+		return nil, err
 	}
 	d.configure(sqlDB)
 	s := &Store{db: sqlDB, d: d}
 	for _, opt := range opts {
 		opt(s)
+	}
+	if err := s.checkIntegrity(ctx); err != nil {
+		sqlDB.Close()
+		return nil, err
 	}
 	if s.Adopted, err = s.adoptExisting(ctx); err != nil {
 		sqlDB.Close()
@@ -348,9 +372,11 @@ func (s *Store) inTx(ctx context.Context, fn func(r runner) error) error {
 // Rollback (a no-op after Commit) ends the transaction on every other way
 // out, a panic in fn included: otherwise the transaction, and on SQLite the
 // write lock, would stay held until its context ended, which for a
-// background context is never.
-func (s *Store) runTx(tx *sql.Tx, fn func(r runner) error) error {
+// background context is never. How it ended tells the store's health
+// whether the storage took the write.
+func (s *Store) runTx(tx *sql.Tx, fn func(r runner) error) (err error) {
 	defer tx.Rollback()
+	defer func() { s.health.wrote(err) }()
 	if err := fn(runner{s: s, tx: tx}); err != nil {
 		return s.d.classify(err)
 	}

@@ -33,6 +33,10 @@ type dialect struct {
 	// classify maps driver errors to the store's sentinel errors, keeping
 	// the driver error wrapped for logs.
 	classify func(error) error
+	// integrityCheck is the statement that checks a database file for
+	// damage, answering "ok" or what it found; empty where the server
+	// leaves that to the database's administrators.
+	integrityCheck string
 
 	// actLock and aroundLock lock, until the transaction ends, the users
 	// a write transaction reads first, always in Id order, so that no two
@@ -49,7 +53,8 @@ type dialect struct {
 	// insertFollow inserts (FollowerId, FolloweeId) unless present and
 	// returns the new row's CreatedAt; no row when the pair existed.
 	insertFollow string
-	// insertUser inserts a user by Name and returns its Id.
+	// insertUser inserts a user by Name and SecurityStamp and returns its
+	// Id.
 	insertUser string
 	// idSet selects, as one column, the ids of a JSON array parameter (see
 	// idList); finish builds usersByID and recountIDs from it.
@@ -77,6 +82,12 @@ type dialect struct {
 	// put it back. Rows are checked before they go in, so the import need
 	// not pay for foreign key lookups on each.
 	bulkSetup, bulkReset []string
+	// lastUserID reads the highest user id ever given out, deleted users'
+	// included (SQLite's sqlite_sequence, SQL Server's identity).
+	lastUserID func(ctx context.Context, r runner) (int64, error)
+	// keepUserIDsAbove, for a bulk import, makes the ids given to new users
+	// higher than last; nil where bulk import is not supported.
+	keepUserIDsAbove func(ctx context.Context, r runner, last int64) error
 	// setAsideFollowIndexes, for a bulk import, drops the follow table's
 	// secondary indexes and its triggers (the counts' among them) and
 	// returns what restores them; nil where bulk import is not supported.

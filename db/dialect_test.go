@@ -84,6 +84,8 @@ func TestClassifySQLServer(t *testing.T) {
 		{"deadlock", mssql.Error{Number: 1205, Message: "Transaction (Process ID 52) was deadlocked on lock resources with another process and has been chosen as the deadlock victim."}, errRetry},
 		{"wrapped", fmt.Errorf("follow 1 -> 2: %w", mssql.Error{Number: 547, Message: "conflicted with the CHECK constraint \"CK_Follows_NoSelfFollow\""}), ErrSelfFollow},
 		{"pointer", &mssql.Error{Number: 1205, Message: "deadlock victim"}, errRetry},
+		{"filegroup full", mssql.Error{Number: 1105, Message: "Could not allocate space for object 'dbo.Users'.'PK_Users' in database 'follows' because the 'PRIMARY' filegroup is full."}, ErrStorageFull},
+		{"log full", mssql.Error{Number: 9002, Message: "The transaction log for database 'follows' is full due to 'LOG_BACKUP'."}, ErrStorageFull},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -171,7 +173,7 @@ func TestTransactionPanicReleasesTheLock(t *testing.T) {
 			}
 		}()
 		s.inTx(context.Background(), func(r runner) error {
-			if _, err := r.exec(context.Background(), s.d.insertUser, "ghost"); err != nil {
+			if _, err := r.exec(context.Background(), s.d.insertUser, "ghost", newStamp()); err != nil {
 				t.Fatal(err)
 			}
 			panic("in the middle of a transaction")

@@ -15,11 +15,14 @@ import (
 // UserRow and FollowRow are the rows of a graph as Import takes them and
 // ExportUsers and ExportFollows yield them. Pos says where an imported row
 // came from, so that a bad one can be pointed at; exported rows have none.
+// A user's SecurityStamp travels with it, so that its tokens still work
+// after the graph moves; an imported user without one gets a new one.
 type (
 	UserRow struct {
-		Pos  Pos
-		ID   int64
-		Name string
+		Pos           Pos
+		ID            int64
+		Name          string
+		SecurityStamp string
 	}
 	FollowRow struct {
 		Pos                Pos
@@ -71,7 +74,10 @@ const importBatch = 300
 
 // Import bulk-loads users and then follows, in one transaction: either
 // every row goes in or, when any row is bad, none does, and the error
-// lists the bad rows (ImportErrors). Users keep their ids. The follow
+// lists the bad rows (ImportErrors). Users keep their ids, and no later
+// user gets an id at or below lastUserID (the exported graph's highest id
+// ever given out, see LastUserID) nor below any imported one: an id that
+// belonged to a deleted user is never given again. The follow
 // table's indexes and triggers are set aside while rows go in and rebuilt
 // once at the end, which is what makes millions of rows a matter of
 // seconds; then the counts of the users at either end of an imported
@@ -80,7 +86,7 @@ const importBatch = 300
 //
 // The import holds the database's write lock throughout: run it on a
 // database that is not serving writes.
-func (s *Store) Import(ctx context.Context, users iter.Seq2[UserRow, error], follows iter.Seq2[FollowRow, error], progress func(follows int)) (ImportStats, error) {
+func (s *Store) Import(ctx context.Context, users iter.Seq2[UserRow, error], follows iter.Seq2[FollowRow, error], lastUserID int64, progress func(follows int)) (ImportStats, error) {
 	var st ImportStats
 	var bad ImportErrors
 	reject := func(err error) bool {
@@ -91,7 +97,7 @@ func (s *Store) Import(ctx context.Context, users iter.Seq2[UserRow, error], fol
 		bad = append(bad, re)
 		return true
 	}
-	if s.d.setAsideFollowIndexes == nil {
+	if s.d.setAsideFollowIndexes == nil || s.d.keepUserIDsAbove == nil {
 		return ImportStats{}, fmt.Errorf("import: bulk import supports SQLite; import into a SQLite file and move it with export")
 	}
 	err := s.bulkTx(ctx, func(r runner) error {
@@ -99,7 +105,7 @@ func (s *Store) Import(ctx context.Context, users iter.Seq2[UserRow, error], fol
 		if err != nil {
 			return err
 		}
-		ins := newBatchInsert(ctx, r, `INSERT INTO Users (Id, Name) VALUES `, 2)
+		ins := newBatchInsert(ctx, r, `INSERT INTO Users (Id, Name, SecurityStamp) VALUES `, 3)
 		for u, err := range users {
 			if err != nil {
 				if !reject(err) {
@@ -110,7 +116,11 @@ func (s *Store) Import(ctx context.Context, users iter.Seq2[UserRow, error], fol
 			} else if names[strings.ToLower(u.Name)] {
 				bad = append(bad, &RowError{u.Pos, fmt.Sprintf("name %q is taken", u.Name)})
 			} else if len(bad) == 0 {
-				if err := ins.add(u.Pos, u.ID, u.Name); err != nil {
+				stamp := u.SecurityStamp
+				if stamp == "" {
+					stamp = newStamp()
+				}
+				if err := ins.add(u.Pos, u.ID, u.Name, stamp); err != nil {
 					return err
 				}
 				st.Users++
@@ -125,6 +135,9 @@ func (s *Store) Import(ctx context.Context, users iter.Seq2[UserRow, error], fol
 		}
 		if err := ins.flush(); err != nil {
 			return err
+		}
+		if err := s.d.keepUserIDsAbove(ctx, r, lastUserID); err != nil {
+			return fmt.Errorf("keep user ids above %d: %w", lastUserID, err)
 		}
 
 		restore, err := s.d.setAsideFollowIndexes(ctx, r)
@@ -315,12 +328,26 @@ func (b *batchInsert) flush() error {
 	return err
 }
 
-// ExportUsers yields every user, by id.
+// ExportUsers yields every user, by id, with its security stamp.
 func (s *Store) ExportUsers(ctx context.Context) iter.Seq2[UserRow, error] {
-	return readAll(ctx, s, "read users", `SELECT Id, Name FROM Users ORDER BY Id`, func(rows *rows) (u UserRow, err error) {
-		err = rows.Scan(&u.ID, &u.Name)
+	return readAll(ctx, s, "read users", `SELECT Id, Name, SecurityStamp FROM Users ORDER BY Id`, func(rows *rows) (u UserRow, err error) {
+		err = rows.Scan(&u.ID, &u.Name, &u.SecurityStamp)
 		return u, err
 	})
+}
+
+// LastUserID returns the highest user id the database has ever given out,
+// deleted users' included: the mark an import of this graph must keep
+// new ids above.
+func (s *Store) LastUserID(ctx context.Context) (int64, error) {
+	if s.d.lastUserID == nil {
+		return 0, fmt.Errorf("read the last user id: not built for %s", s.d.name)
+	}
+	last, err := s.d.lastUserID(ctx, s.read())
+	if err != nil {
+		return 0, fmt.Errorf("read the last user id: %w", err)
+	}
+	return last, nil
 }
 
 // ExportFollows yields every follow, by follower and followee.

@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"slices"
 	"strings"
@@ -40,7 +41,7 @@ func TestImportAndExportRows(t *testing.T) {
 		{Follower: gone.ID, Followee: 10, At: at},
 		{Follower: 10, Followee: gone.ID, At: at},
 	}
-	st, err := s.Import(ctx, seqOf(users...), seqOf(follows...), nil)
+	st, err := s.Import(ctx, seqOf(users...), seqOf(follows...), 0, nil)
 	if err != nil || st != (ImportStats{Users: 2, Follows: 4}) {
 		t.Fatalf("import = %+v, %v", st, err)
 	}
@@ -88,12 +89,179 @@ func TestImportNamesTheDuplicateRow(t *testing.T) {
 	ctx := context.Background()
 	users := []UserRow{{Pos: Pos{"u", 2}, ID: 1, Name: "a"}, {Pos: Pos{"u", 3}, ID: 2, Name: "b"}}
 	follows := []FollowRow{{Pos: Pos{"f", 2}, Follower: 1, Followee: 2}, {Pos: Pos{"f", 3}, Follower: 2, Followee: 1}, {Pos: Pos{"f", 4}, Follower: 1, Followee: 2}}
-	_, err := s.Import(ctx, seqOf(users...), seqOf(follows...), nil)
+	_, err := s.Import(ctx, seqOf(users...), seqOf(follows...), 0, nil)
 	var ie ImportErrors
 	if !errors.As(err, &ie) || len(ie) != 1 || !strings.Contains(err.Error(), "f line 4: follow 1 -> 2 is there already") {
 		t.Fatalf("import of a follow twice: %v", err)
 	}
 	if n, err := s.CountUsers(ctx); n != 0 || err != nil {
 		t.Errorf("%d users after a refused import (%v), want 0", n, err)
+	}
+}
+
+// No id is given twice, across export and import: the highest id ever
+// given (LastUserID) travels with the graph, and an import keeps new ids
+// above it even when the user who had it is gone. Stamps travel too; a
+// user imported without one gets a new one.
+func TestImportKeepsIDsAndStamps(t *testing.T) {
+	src := openTestStore(t)
+	ctx := context.Background()
+	var last User
+	for _, name := range []string{"a", "b", "c", "d", "e"} {
+		u, err := src.CreateUser(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = u
+	}
+	if _, err := src.DeleteUser(ctx, last.ID); err != nil {
+		t.Fatal(err)
+	}
+	mark, err := src.LastUserID(ctx)
+	if err != nil || mark != last.ID {
+		t.Fatalf("LastUserID = %d, %v; want %d, the deleted user's", mark, err, last.ID)
+	}
+	var users []UserRow
+	for u, err := range src.ExportUsers(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ValidStamp(u.SecurityStamp) {
+			t.Errorf("exported %+v without a stamp", u)
+		}
+		users = append(users, u)
+	}
+
+	for _, tc := range []struct {
+		name   string
+		mark   int64
+		wantID int64
+	}{
+		{"with the mark", mark, last.ID + 1},
+		// Without it the highest imported id is the mark, as SQLite keeps it.
+		{"without the mark", 0, last.ID},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := openTestStore(t)
+			if _, err := dst.Import(ctx, seqOf(users...), seqOf[FollowRow](), tc.mark, nil); err != nil {
+				t.Fatal(err)
+			}
+			got, err := dst.UsersByID(ctx, []int64{users[0].ID})
+			if err != nil || got[0] == nil || got[0].SecurityStamp != users[0].SecurityStamp {
+				t.Errorf("imported %+v, %v; want the stamp %q", got[0], err, users[0].SecurityStamp)
+			}
+			next, err := dst.CreateUser(ctx, "newcomer")
+			if err != nil || next.ID != tc.wantID {
+				t.Errorf("the next sign-up got id %d (%v), want %d", next.ID, err, tc.wantID)
+			}
+			if again, _ := dst.LastUserID(ctx); again != next.ID {
+				t.Errorf("LastUserID after a sign-up = %d, want %d", again, next.ID)
+			}
+		})
+	}
+
+	// An import never lowers the mark.
+	dst := openTestStore(t)
+	for range 3 {
+		if _, err := dst.CreateUser(ctx, "x"+newStamp()[:8]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := dst.Import(ctx, seqOf(UserRow{ID: 100, Name: "hundred"}), seqOf[FollowRow](), 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := dst.LastUserID(ctx); m != 100 {
+		t.Errorf("LastUserID after importing id 100 with a lower mark = %d, want 100", m)
+	}
+	got, _ := dst.UsersByID(ctx, []int64{100})
+	if got[0] == nil || !ValidStamp(got[0].SecurityStamp) {
+		t.Errorf("a user imported without a stamp: %+v, want a new one", got[0])
+	}
+}
+
+// Every account gets a random stamp, whoever inserts it: the server, or
+// another program that knows nothing of the column (the trigger's part).
+func TestSecurityStamps(t *testing.T) {
+	s := openTestStore(t)
+	ctx := context.Background()
+	a, err := s.CreateUser(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO Users (Name) VALUES ('b'), ('c')`); err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.UserByName(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.UserByName(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found, err := s.UsersByID(ctx, []int64{a.ID})
+	if err != nil || found[0].SecurityStamp != a.SecurityStamp {
+		t.Errorf("read back %+v, %v; want the stamp CreateUser gave, %q", found[0], err, a.SecurityStamp)
+	}
+	stamps := map[string]bool{a.SecurityStamp: true, b.SecurityStamp: true, c.SecurityStamp: true}
+	for st := range stamps {
+		if len(st) != 32 || !ValidStamp(st) {
+			t.Errorf("stamp %q is not 32 hex digits", st)
+		}
+	}
+	if len(stamps) != 3 {
+		t.Errorf("stamps %q, %q, %q are not all different", a.SecurityStamp, b.SecurityStamp, c.SecurityStamp)
+	}
+}
+
+// Suggestions read only the user's newest SuggestionVia follows, and of
+// each of those only its newest SuggestionsPerVia, so that one call costs
+// a bounded amount whatever the following counts.
+func TestSuggestionsReadOnlyTheNewestFollows(t *testing.T) {
+	s := openTestStore(t)
+	ctx := context.Background()
+	const me, old, deep, fresh, firstFiller = 1, 40, 41, 42, 100
+	vias := SuggestionVia + 5
+	var users []UserRow
+	for id := int64(1); id < firstFiller+SuggestionsPerVia; id++ {
+		users = append(users, UserRow{ID: id, Name: fmt.Sprintf("u%03d", id)})
+	}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tick := func() time.Time { at = at.Add(time.Second); return at }
+	var follows []FollowRow
+	for v := int64(2); v < int64(2+vias); v++ {
+		follows = append(follows, FollowRow{Follower: me, Followee: v, At: tick()})
+	}
+	// The five oldest of my follows all follow old: they do not count.
+	for v := int64(2); v < 7; v++ {
+		follows = append(follows, FollowRow{Follower: v, Followee: old, At: tick()})
+	}
+	// My newest follow follows deep first, then SuggestionsPerVia others,
+	// fresh last: deep and the first filler are past its newest.
+	newest := int64(1 + vias)
+	follows = append(follows, FollowRow{Follower: newest, Followee: deep, At: tick()})
+	for f := int64(firstFiller); f < firstFiller+SuggestionsPerVia; f++ {
+		follows = append(follows, FollowRow{Follower: newest, Followee: f, At: tick()})
+	}
+	follows = append(follows, FollowRow{Follower: newest, Followee: fresh, At: tick()})
+	if _, err := s.Import(ctx, seqOf(users...), seqOf(follows...), 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Suggestions(ctx, []SuggestionQuery{{User: me, First: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]int{}
+	for _, sg := range got[0] {
+		seen[sg.User.ID] = sg.Via
+	}
+	if len(got[0]) != SuggestionsPerVia || seen[fresh] != 1 || seen[firstFiller+1] != 1 {
+		t.Errorf("%d suggestions, fresh via %d; want %d, the newest follow's newest %d, fresh among them",
+			len(got[0]), seen[fresh], SuggestionsPerVia, SuggestionsPerVia)
+	}
+	for id, what := range map[int64]string{old: "followed by my oldest follows only", deep: "past my newest follow's newest follows", firstFiller: "past my newest follow's newest follows"} {
+		if v, ok := seen[id]; ok {
+			t.Errorf("user %d, %s, suggested via %d", id, what, v)
+		}
 	}
 }

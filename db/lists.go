@@ -82,21 +82,38 @@ func mutualCount(user string) string {
   WHERE f.FollowerId = ` + user + ` AND ` + followsBack("f") + `)`
 }
 
+// The bound on one user's suggestions: only the user's newest
+// SuggestionVia follows count as "via", and of each of those only its
+// newest SuggestionsPerVia follows, so that one call reads at most
+// SuggestionVia × SuggestionsPerVia (10,000) follows, whoever asks.
+// Without it an account following 20,000 users cost 1.5 s of SQL a call.
+// On the large benchmark graph (BENCHMARKS.md) the worst case, a user whose
+// 25 newest follows each follow 3,000 others, costs about 40 ms of CPU. A
+// typical user (15 to 25 follows) has all its follows counted, and the
+// answers of 194 of 200 typical users are unchanged; the other six follow
+// someone who follows more than 400, and see a via count or two lower by
+// one, the ties below them reordered.
+const (
+	SuggestionVia     = 25
+	SuggestionsPerVia = 400
+)
+
 // suggestionCandidates are, as rows (Id, Via), the people followed by the
 // active people the user follows, with how many of those follow each:
 // never the user, nor anyone it follows already, blocks or is blocked by.
-// param binds the user's id and user names it after (SQLite reads it back
-// from f1, so that it is bound once). The cost is the sum of the following
-// lists of the people the user follows, never a popular account's
-// followers.
-func suggestionCandidates(param, user string) string {
+// Only the newest follows count (see SuggestionVia). me is a one-row
+// query whose Id is the user's; newest is the dialect's join of the newest
+// n follows by a user, as rows of Follows aliased alias whose FolloweeId is
+// the one followed (see sqliteNewestFollows).
+func suggestionCandidates(me string, newest func(alias, owner string, n int) string) string {
 	return `SELECT f2.FolloweeId AS Id, COUNT(*) AS Via
-        FROM Follows AS f1
+        FROM (` + me + `) AS me
+        ` + newest("f1", "me.Id", SuggestionVia) + `
         JOIN ` + activeUser("v", "f1.FolloweeId") + `
-        JOIN Follows AS f2 ON f2.FollowerId = f1.FolloweeId
-        WHERE f1.FollowerId = ` + param + ` AND f2.FolloweeId <> ` + user + `
-          AND NOT EXISTS (SELECT 1 FROM Follows AS f3 WHERE f3.FollowerId = ` + user + ` AND f3.FolloweeId = f2.FolloweeId)
-          AND ` + notBlocked(user, "f2.FolloweeId") + `
+        ` + newest("f2", "f1.FolloweeId", SuggestionsPerVia) + `
+        WHERE f2.FolloweeId <> me.Id
+          AND NOT EXISTS (SELECT 1 FROM Follows AS f3 WHERE f3.FollowerId = me.Id AND f3.FolloweeId = f2.FolloweeId)
+          AND ` + notBlocked("me.Id", "f2.FolloweeId") + `
         GROUP BY f2.FolloweeId`
 }
 

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -62,7 +63,8 @@ func postgresDialect() *dialect {
 		// the pair returns no row, and the follow is "already".
 		insertFollow: `INSERT INTO Follows (FollowerId, FolloweeId) VALUES (?, ?)
 ON CONFLICT (FollowerId, FolloweeId) DO NOTHING RETURNING CreatedAt`,
-		insertUser: `INSERT INTO Users (Name) VALUES (?) RETURNING Id`,
+		insertUser: `INSERT INTO Users (Name, SecurityStamp) VALUES (?, ?) RETURNING Id`,
+		lastUserID: postgresLastUserID,
 		idSet:      postgresIDSet,
 		// lower(Name) is what IX_Users_Name indexes.
 		userByName: `SELECT ` + userColumns + ` FROM Users AS u WHERE lower(u.Name) = lower(?)`,
@@ -106,10 +108,25 @@ FROM (SELECT (j.value ->> 0)::integer AS k, (j.value ->> 1)::integer AS UserId, 
       FROM jsonb_array_elements(?::jsonb) AS j) AS q
 CROSS JOIN LATERAL (
   SELECT c.Via, ` + userColumns + `
-  FROM (` + suggestionCandidates("q.UserId", "q.UserId") + `) AS c
+  FROM (` + suggestionCandidates("SELECT q.UserId AS Id", postgresNewestFollows) + `) AS c
   JOIN ` + activeUser("u", "c.Id") + `
   ORDER BY c.Via DESC, u.Name ASC, c.Id ASC
   LIMIT q.Lim) AS s`
+
+// postgresNewestFollows joins, as alias, the newest n follows by owner: an
+// index seek of n entries, whatever the length of owner's list.
+func postgresNewestFollows(alias, owner string, n int) string {
+	return fmt.Sprintf(`CROSS JOIN LATERAL (SELECT nf.FolloweeId FROM Follows AS nf WHERE nf.FollowerId = %[2]s
+          ORDER BY nf.CreatedAt DESC, nf.FolloweeId DESC LIMIT %[3]d) AS %[1]s`, alias, owner, n)
+}
+
+// postgresLastUserID reads the highest id the Users identity has given
+// out, deleted users' included; 0 before the first.
+func postgresLastUserID(ctx context.Context, r runner) (int64, error) {
+	var last int64
+	err := r.queryRow(ctx, `SELECT COALESCE(pg_sequence_last_value(pg_get_serial_sequence('"Users"', 'Id')), 0)`, nil, &last)
+	return last, err
+}
 
 // postgresTime is how a cursor's time travels in a JSON batch: timestamptz
 // keeps microseconds, and the digits below them, which no stored time
@@ -235,6 +252,7 @@ const (
 	pgCheckViolation       = "23514"
 	pgSerializationFailure = "40001"
 	pgDeadlockDetected     = "40P01"
+	pgDiskFull             = "53100" // disk_full: nothing was written
 )
 
 func classifyPostgres(err error) error {
@@ -267,6 +285,8 @@ func classifyPostgres(err error) error {
 		}
 	case pgSerializationFailure, pgDeadlockDetected:
 		return fmt.Errorf("%w: %w", errRetry, err)
+	case pgDiskFull:
+		return fmt.Errorf("%w: %w", ErrStorageFull, err)
 	}
 	return err
 }

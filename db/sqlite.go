@@ -54,7 +54,8 @@ func sqliteDialect() *dialect {
 			}
 			return time.Time{}, fmt.Errorf("unexpected time value %T", v)
 		},
-		classify: classifySQLite,
+		classify:       classifySQLite,
+		integrityCheck: `PRAGMA quick_check`,
 		// CreatedAt is the database's clock, as the column default would
 		// set it, but never earlier than, nor equal to, the newest follow
 		// already in either user's lists: SQLite's clock ticks in
@@ -73,7 +74,7 @@ FROM (SELECT strftime('%Y-%m-%d %H:%M:%f', 'now') || '0000' AS now,
 WHERE true
 ON CONFLICT (FollowerId, FolloweeId) DO NOTHING
 RETURNING CreatedAt`,
-		insertUser: `INSERT INTO Users (Name) VALUES (?) RETURNING Id`,
+		insertUser: `INSERT INTO Users (Name, SecurityStamp) VALUES (?, ?) RETURNING Id`,
 		idSet:      `SELECT value FROM json_each(?)`,
 		userByName: `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Name = ? COLLATE NOCASE`,
 		listUsers:  listUsersLimit,
@@ -84,6 +85,8 @@ JOIN Blocks AS b ON b.BlockerId = p.value ->> 0 AND b.BlockedId = p.value ->> 1`
 		mutualCounts:          `SELECT k.value, ` + mutualCount("k.value") + ` FROM json_each(?) AS k`,
 		arg:                   func(v any) any { return v },
 		setAsideFollowIndexes: sqliteSetAsideFollowIndexes,
+		lastUserID:            sqliteLastUserID,
+		keepUserIDsAbove:      sqliteKeepUserIDsAbove,
 		// A large page cache keeps the B-trees being filled in memory
 		// rather than spilling and rereading them.
 		bulkSetup: []string{`PRAGMA foreign_keys = OFF`, `PRAGMA cache_size = -65536`, `PRAGMA temp_store = MEMORY`},
@@ -127,6 +130,15 @@ func classifySQLite(err error) error {
 			return fmt.Errorf("%w: %w", ErrNameTaken, err)
 		}
 	}
+	// The rest by primary code: their extended codes say only where.
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_FULL:
+		return fmt.Errorf("%w: %w", ErrStorageFull, err)
+	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	case sqlite3.SQLITE_CANTOPEN:
+		return fmt.Errorf("%w (the server must be able to write the file, and its folder for the -wal and -shm files)", err)
+	}
 	return err
 }
 
@@ -153,9 +165,24 @@ var sqliteListBranches = fillLists(`SELECT * FROM (
 // suggestionCandidates) that are active, most followed first.
 var suggestionsBranch = `SELECT * FROM (
   SELECT ? AS k, s.Via, ` + userColumns + `
-  FROM (` + suggestionCandidates("?", "f1.FollowerId") + `) AS s
+  FROM (` + suggestionCandidates("SELECT ? AS Id", sqliteNewestFollows) + `) AS s
   JOIN ` + activeUser("u", "s.Id") + `
   ORDER BY s.Via DESC, u.Name ASC, s.Id ASC LIMIT ?)`
+
+// sqliteNewestFollows joins, as alias, the newest n follows by owner.
+// SQLite has no LATERAL join to run a LIMIT per owner, so they are the
+// follows at or after the n-th newest one's time, a range the (FollowerId,
+// CreatedAt) index seeks; fewer than n follows are all of them. The times
+// in one list are distinct for the follows this server makes (see
+// insertFollow); those of follows imported or written by other programs
+// may be equal, and all that share the bound's time come in, as many as
+// the operator's data has, never as many as a client chooses. (A LIMIT on
+// a rowid IN list reads the same rows but costs a table lookup each.)
+func sqliteNewestFollows(alias, owner string, n int) string {
+	return fmt.Sprintf(`JOIN Follows AS %[1]s ON %[1]s.FollowerId = %[2]s AND %[1]s.CreatedAt >= coalesce(
+          (SELECT nf.CreatedAt FROM Follows AS nf WHERE nf.FollowerId = %[2]s ORDER BY nf.CreatedAt DESC LIMIT 1 OFFSET %[3]d), '')`,
+		alias, owner, n-1)
+}
 
 // limitBuckets are the LIMITs written into pages after the first: the
 // smallest that holds first+1 rows, the extra rows dropped in Go.
@@ -214,6 +241,47 @@ WHERE tbl_name = 'Follows' AND type IN ('index', 'trigger') AND sql IS NOT NULL`
 		}
 		return nil
 	}, nil
+}
+
+// Users.Id is AUTOINCREMENT, so SQLite gives no id twice: sqlite_sequence
+// holds the highest it gave. It holds no row for Users before the first
+// insert, and (for a table an EF Core app made without AUTOINCREMENT)
+// may not exist at all; the highest id there is then the mark.
+const sqliteSequenceExists = `SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name = 'sqlite_sequence'`
+
+func sqliteLastUserID(ctx context.Context, r runner) (int64, error) {
+	q := `SELECT coalesce(max(Id), 0) FROM Users`
+	var seq int
+	if err := r.queryRow(ctx, sqliteSequenceExists, nil, &seq); err != nil {
+		return 0, err
+	}
+	if seq > 0 {
+		q = `SELECT max(coalesce((SELECT max(Id) FROM Users), 0), coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'Users'), 0))`
+	}
+	var last int64
+	err := r.queryRow(ctx, q, nil, &last)
+	return last, err
+}
+
+// sqliteKeepUserIDsAbove raises the Users sequence to last, never lowers
+// it. SQLite lets sqlite_sequence be written like any table.
+func sqliteKeepUserIDsAbove(ctx context.Context, r runner, last int64) error {
+	if last == 0 {
+		return nil
+	}
+	var seq int
+	if err := r.queryRow(ctx, sqliteSequenceExists, nil, &seq); err != nil {
+		return err
+	}
+	if seq == 0 {
+		return errors.New("the Users table has no AUTOINCREMENT sequence (sqlite_sequence is missing)")
+	}
+	if _, err := r.exec(ctx, `INSERT INTO sqlite_sequence (name, seq) SELECT 'Users', ?
+WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'Users')`, last); err != nil {
+		return err
+	}
+	_, err := r.exec(ctx, `UPDATE sqlite_sequence SET seq = ? WHERE name = 'Users' AND seq < ?`, last, last)
+	return err
 }
 
 // sqlitePages answers a batch of page queries with one UNION ALL statement

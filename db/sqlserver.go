@@ -55,7 +55,7 @@ func sqlserverDialect() *dialect {
 INSERT INTO Follows (FollowerId, FolloweeId) OUTPUT INSERTED.CreatedAt INTO @t
 SELECT @p1, @p2 WHERE NOT EXISTS (SELECT 1 FROM Follows WITH (UPDLOCK, HOLDLOCK) WHERE FollowerId = @p1 AND FolloweeId = @p2);
 SELECT CreatedAt FROM @t;`,
-		insertUser: `INSERT INTO Users (Name) OUTPUT INSERTED.Id VALUES (?)`,
+		insertUser: `INSERT INTO Users (Name, SecurityStamp) OUTPUT INSERTED.Id VALUES (?, ?)`,
 		idSet:      `SELECT CAST(value AS int) FROM OPENJSON(?)`,
 		userByName: `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Name = ?`,
 		listUsers:  `SELECT TOP (@p2) ` + userColumns + ` FROM Users AS u WHERE u.Id > @p1 AND ` + active("u") + ` ORDER BY u.Id`,
@@ -66,7 +66,17 @@ JOIN Blocks AS b ON b.BlockerId = p.a AND b.BlockedId = p.b`,
 		mutualCounts:     `SELECT k.Id, ` + mutualCount("k.Id") + ` FROM OPENJSON(?) WITH (Id int '$') AS k`,
 		pagesQuery:       sqlserverPages,
 		suggestionsQuery: sqlserverSuggestions,
+		lastUserID:       sqlserverLastUserID,
 	}
+}
+
+// sqlserverLastUserID reads the identity's last value, the highest id it
+// gave (null before the first insert).
+func sqlserverLastUserID(ctx context.Context, r runner) (int64, error) {
+	var last int64
+	err := r.queryRow(ctx, `SELECT COALESCE(CAST(c.last_value AS bigint), 0) FROM sys.identity_columns AS c
+WHERE c.object_id = OBJECT_ID('Users') AND c.name = 'Id'`, nil, &last)
+	return last, err
 }
 
 // The list statements: for each query in the JSON batch, CROSS APPLY seeks
@@ -84,10 +94,16 @@ JOIN Users AS u ON u.Id = {e}.Other`)
 var sqlserverSuggestionsText = `SELECT q.k, s.Via, ` + userColumns + `
 FROM OPENJSON(?) WITH (k int '$[0]', UserId int '$[1]', Lim int '$[2]') AS q
 CROSS APPLY (SELECT TOP (q.Lim) c.Id, c.Via FROM
-               (` + suggestionCandidates("q.UserId", "q.UserId") + `) AS c
+               (` + suggestionCandidates("SELECT q.UserId AS Id", sqlserverNewestFollows) + `) AS c
              JOIN ` + activeUser("n", "c.Id") + `
              ORDER BY c.Via DESC, n.Name ASC, c.Id ASC) AS s
 JOIN Users AS u ON u.Id = s.Id`
+
+// sqlserverNewestFollows joins, as alias, the newest n follows by owner.
+func sqlserverNewestFollows(alias, owner string, n int) string {
+	return fmt.Sprintf(`CROSS APPLY (SELECT TOP (%[3]d) nf.FolloweeId FROM Follows AS nf WHERE nf.FollowerId = %[2]s
+          ORDER BY nf.CreatedAt DESC, nf.FolloweeId DESC) AS %[1]s`, alias, owner, n)
+}
 
 // sqlserverTime is how a datetime2(7) travels inside OPENJSON.
 const sqlserverTime = "2006-01-02T15:04:05.0000000"
@@ -190,6 +206,9 @@ const (
 	mssqlDuplicateIndex = 2601 // unique index
 	mssqlConstraint     = 547  // CHECK or FOREIGN KEY constraint
 	mssqlDeadlock       = 1205 // chosen as deadlock victim
+	mssqlNoPage         = 1101 // no new page: the disk is full
+	mssqlFilegroupFull  = 1105 // the filegroup has no space left
+	mssqlLogFull        = 9002 // the transaction log is full
 )
 
 func classifySQLServer(err error) error {
@@ -224,6 +243,8 @@ func classifySQLServer(err error) error {
 		}
 	case mssqlDeadlock:
 		return fmt.Errorf("%w: %w", errRetry, err)
+	case mssqlNoPage, mssqlFilegroupFull, mssqlLogFull:
+		return fmt.Errorf("%w: %w", ErrStorageFull, err)
 	}
 	return err
 }

@@ -473,6 +473,14 @@ func TestListStatementsSeekTheIndex(t *testing.T) {
 		if strings.HasSuffix(name, "after") && !strings.Contains(plan[0], "(CreatedAt,Follo") {
 			t.Errorf("%s does not seek by its cursor: %v", name, plan)
 		}
+		// The bound on suggestions' work is a range on each follow list's
+		// index, from its n-th newest follow on (see SuggestionVia).
+		for _, f := range []string{"f1", "f2"} {
+			want := "SEARCH " + f + " USING COVERING INDEX IX_Follows_FollowerId_CreatedAt_FolloweeId (FollowerId=? AND CreatedAt>?)"
+			if name == "suggestions" && !slices.Contains(plan, want) {
+				t.Errorf("suggestions do not read %s's newest follows by a range: %v", f, plan)
+			}
+		}
 	}
 }
 

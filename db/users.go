@@ -2,10 +2,13 @@ package db
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // User is an account in the follower graph. Its Name is a unique handle.
@@ -13,19 +16,31 @@ import (
 // reading them never counts follow rows.
 // A deactivated user keeps its rows but is left out of every list and
 // every other user's counts until it reactivates.
+// SecurityStamp is the account's random stamp, which its bearer tokens
+// carry: it dies with the account, so no token passes to a later user
+// given the same id. It is never shown to clients.
 type User struct {
 	ID             int64
 	Name           string
 	FollowerCount  int
 	FollowingCount int
 	Deactivated    bool
+	SecurityStamp  string
 }
 
 // userColumns are the columns of Users AS u that scanDest reads, in order.
-const userColumns = "u.Id, u.Name, u.FollowerCount, u.FollowingCount, CASE WHEN u.DeactivatedAt IS NULL THEN 0 ELSE 1 END AS Deactivated"
+const userColumns = "u.Id, u.Name, u.FollowerCount, u.FollowingCount, CASE WHEN u.DeactivatedAt IS NULL THEN 0 ELSE 1 END AS Deactivated, u.SecurityStamp"
 
 func (u *User) scanDest() []any {
-	return []any{&u.ID, &u.Name, &u.FollowerCount, &u.FollowingCount, &u.Deactivated}
+	return []any{&u.ID, &u.Name, &u.FollowerCount, &u.FollowingCount, &u.Deactivated, &u.SecurityStamp}
+}
+
+// newStamp returns a random security stamp: 32 hex digits, the form the
+// column's default gives rows that other programs insert.
+func newStamp() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // NameRule says in words what ValidName accepts; the schema's description
@@ -35,13 +50,25 @@ const NameRule = "1 to 32 letters, digits, '_', '.' or '-'"
 // ValidName reports whether name is a well-formed handle: 1 to 32 ASCII
 // letters, digits, '_', '.' or '-'. ASCII only, because handles are unique
 // without regard to case and SQLite folds only ASCII case.
-func ValidName(name string) bool {
-	if len(name) < 1 || len(name) > 32 {
+func ValidName(name string) bool { return asciiWord(name, 32, "_.-") }
+
+// StampRule says in words what ValidStamp accepts.
+const StampRule = "1 to 64 ASCII letters, digits or '-'"
+
+// ValidStamp reports whether s is a well-formed security stamp, as the
+// server and the column's default make them (32 hex digits) or another
+// program might (a GUID, say).
+func ValidStamp(s string) bool { return asciiWord(s, 64, "-") }
+
+// asciiWord reports whether s is 1 to maxLen ASCII letters, digits and the
+// characters of punct.
+func asciiWord(s string, maxLen int, punct string) bool {
+	if len(s) < 1 || len(s) > maxLen {
 		return false
 	}
-	for _, c := range name {
+	for _, c := range s {
 		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '.', c == '-':
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', strings.ContainsRune(punct, c):
 		default:
 			return false
 		}
@@ -57,11 +84,11 @@ func idList(ids []int64) string {
 	return string(b)
 }
 
-// CreateUser adds a user with the given handle.
+// CreateUser adds a user with the given handle and a new security stamp.
 func (s *Store) CreateUser(ctx context.Context, name string) (User, error) {
-	u := User{Name: name}
+	u := User{Name: name, SecurityStamp: newStamp()}
 	err := s.inTx(ctx, func(r runner) error {
-		return r.queryRow(ctx, s.d.insertUser, []any{name}, &u.ID)
+		return r.queryRow(ctx, s.d.insertUser, []any{name, u.SecurityStamp}, &u.ID)
 	})
 	if err != nil {
 		return User{}, fmt.Errorf("create user %q: %w", name, err)

@@ -1,9 +1,11 @@
 // Package graphcsv is the CSV form of a follower graph, as the import and
-// export subcommands read and write it: users.csv (Id,Name) and
-// follows.csv (FollowerId,FolloweeId,CreatedAt). Reading yields the
-// store's rows, each with the file and line it came from so that the
-// import can point at a bad one; writing takes the rows the store yields.
-// The store itself deals in rows only.
+// export subcommands read and write it: users.csv (Id,Name,SecurityStamp;
+// Id,Name is read too), follows.csv (FollowerId,FolloweeId,CreatedAt) and
+// the sequence file beside users.csv (LastUserId: the highest user id
+// ever given out, deleted users' included). Reading yields the store's
+// rows, each with the file and line it came from so that the import can
+// point at a bad one; writing takes the rows the store yields. The store
+// itself deals in rows only.
 package graphcsv
 
 import (
@@ -24,16 +26,21 @@ import (
 // Reading also takes fewer fractional digits, or none.
 const TimeLayout = time.DateTime + ".0000000"
 
-// The headers of the two files.
+// The headers of the files. users.csv without stamps, as files written
+// before stamps were and hand-made ones are, is read too: its users get
+// new stamps.
 var (
-	usersHeader   = []string{"Id", "Name"}
-	followsHeader = []string{"FollowerId", "FolloweeId", "CreatedAt"}
+	usersHeader         = []string{"Id", "Name", "SecurityStamp"}
+	usersHeaderNoStamps = []string{"Id", "Name"}
+	followsHeader       = []string{"FollowerId", "FolloweeId", "CreatedAt"}
+	sequenceHeader      = []string{"LastUserId"}
 )
 
 // ReadUsers yields the users of users.csv, read from r and called name in
-// errors, or a *db.RowError for each row that is not right.
+// errors, or a *db.RowError for each row that is not right. An empty
+// SecurityStamp, or none, leaves the store to make one.
 func ReadUsers(name string, r io.Reader) iter.Seq2[db.UserRow, error] {
-	return read(name, r, usersHeader, func(pos db.Pos, rec []string) (db.UserRow, string) {
+	return read(name, r, [][]string{usersHeader, usersHeaderNoStamps}, func(pos db.Pos, rec []string) (db.UserRow, string) {
 		id, err := strconv.ParseInt(rec[0], 10, 64)
 		switch {
 		case err != nil || id <= 0:
@@ -41,14 +48,28 @@ func ReadUsers(name string, r io.Reader) iter.Seq2[db.UserRow, error] {
 		case !db.ValidName(rec[1]):
 			return db.UserRow{}, fmt.Sprintf("Name %q is not a handle (%s)", rec[1], db.NameRule)
 		}
-		return db.UserRow{Pos: pos, ID: id, Name: rec[1]}, ""
+		u := db.UserRow{Pos: pos, ID: id, Name: rec[1]}
+		if len(rec) > 2 {
+			if rec[2] != "" && !db.ValidStamp(rec[2]) {
+				return db.UserRow{}, fmt.Sprintf("SecurityStamp %q is not a stamp (%s)", truncate(rec[2], 70), db.StampRule)
+			}
+			u.SecurityStamp = rec[2]
+		}
+		return u, ""
 	})
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
 
 // ReadFollows yields the follows of follows.csv, read from r and called
 // name in errors, or a *db.RowError for each row that is not right.
 func ReadFollows(name string, r io.Reader) iter.Seq2[db.FollowRow, error] {
-	return read(name, r, followsHeader, func(pos db.Pos, rec []string) (db.FollowRow, string) {
+	return read(name, r, [][]string{followsHeader}, func(pos db.Pos, rec []string) (db.FollowRow, string) {
 		follower, err1 := strconv.ParseInt(rec[0], 10, 64)
 		followee, err2 := strconv.ParseInt(rec[1], 10, 64)
 		// time.DateTime is TimeLayout without its fraction, which Parse
@@ -66,10 +87,11 @@ func ReadFollows(name string, r io.Reader) iter.Seq2[db.FollowRow, error] {
 	})
 }
 
-// read yields the rows of a CSV file after checking its header: parse
-// makes a row of a record's trimmed fields, or says why it cannot. A
-// record that cannot be read at all ends the file.
-func read[T any](name string, r io.Reader, header []string, parse func(pos db.Pos, rec []string) (T, string)) iter.Seq2[T, error] {
+// read yields the rows of a CSV file after checking its header, one of
+// headers: parse makes a row of a record's trimmed fields, as many as the
+// header has, or says why it cannot. A record that cannot be read at all
+// ends the file.
+func read[T any](name string, r io.Reader, headers [][]string, parse func(pos db.Pos, rec []string) (T, string)) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
 		bad := func(line int, reason string) bool {
@@ -79,8 +101,16 @@ func read[T any](name string, r io.Reader, header []string, parse func(pos db.Po
 		cr.FieldsPerRecord = -1
 		cr.ReuseRecord = true
 		rec, err := cr.Read()
-		if err != nil || !strings.EqualFold(strings.Join(trimAll(rec), ","), strings.Join(header, ",")) {
-			bad(1, "the header must be "+strings.Join(header, ","))
+		var header []string
+		var spelled []string
+		for _, h := range headers {
+			if err == nil && strings.EqualFold(strings.Join(trimAll(rec), ","), strings.Join(h, ",")) {
+				header = h
+			}
+			spelled = append(spelled, strings.Join(h, ","))
+		}
+		if header == nil {
+			bad(1, "the header must be "+strings.Join(spelled, " or "))
 			return
 		}
 		for {
@@ -124,8 +154,48 @@ func trimAll(rec []string) []string {
 // then a user a line. It returns how many users it wrote.
 func WriteUsers(w io.Writer, users iter.Seq2[db.UserRow, error]) (int, error) {
 	return write(w, usersHeader, users, func(u db.UserRow) []string {
-		return []string{strconv.FormatInt(u.ID, 10), u.Name}
+		return []string{strconv.FormatInt(u.ID, 10), u.Name, u.SecurityStamp}
 	})
+}
+
+// SequencePath is where the sequence file of a users.csv goes by default:
+// beside it, users.sequence.csv for users.csv.
+func SequencePath(usersPath string) string {
+	return strings.TrimSuffix(usersPath, ".csv") + ".sequence.csv"
+}
+
+// WriteSequence writes the sequence file, as ReadSequence reads it, to w:
+// the header and the highest user id ever given out.
+func WriteSequence(w io.Writer, lastUserID int64) error {
+	cw := csv.NewWriter(w)
+	cw.Write(sequenceHeader)
+	cw.Write([]string{strconv.FormatInt(lastUserID, 10)})
+	cw.Flush()
+	return cw.Error()
+}
+
+// ReadSequence reads the sequence file from r, called name in errors: the
+// highest user id ever given out.
+func ReadSequence(name string, r io.Reader) (int64, error) {
+	var last int64
+	n := 0
+	for v, err := range read(name, r, [][]string{sequenceHeader}, func(pos db.Pos, rec []string) (int64, string) {
+		id, err := strconv.ParseInt(rec[0], 10, 64)
+		if err != nil || id < 0 {
+			return 0, fmt.Sprintf("LastUserId %q is not a whole number", rec[0])
+		}
+		return id, ""
+	}) {
+		if err != nil {
+			return 0, err
+		}
+		last = v
+		n++
+	}
+	if n != 1 {
+		return 0, &db.RowError{Pos: db.Pos{File: name, Line: 2}, Reason: fmt.Sprintf("want one LastUserId, not %d", n)}
+	}
+	return last, nil
 }
 
 // WriteFollows writes follows.csv, as ReadFollows reads it, to w: the

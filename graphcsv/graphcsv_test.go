@@ -28,9 +28,9 @@ func collect[T any](seq iter.Seq2[T, error]) (rows []T, errs []string) {
 // times in UTC with seven fractional digits; and that form reads back as
 // the same rows.
 func TestRoundTrip(t *testing.T) {
-	users := "id , NAME\n1, alice\n20,Bob.B-b_\n"
+	users := "id , NAME, securitystamp\n1, alice, 0123abcd\n20,Bob.B-b_,\n"
 	follows := "FollowerId,FolloweeId,CreatedAt\n1,20,2026-01-02 03:04:05.123456789\n20,1, 2026-01-02 03:04:05\n"
-	wantUsers := "Id,Name\n1,alice\n20,Bob.B-b_\n"
+	wantUsers := "Id,Name,SecurityStamp\n1,alice,0123abcd\n20,Bob.B-b_,\n"
 	wantFollows := "FollowerId,FolloweeId,CreatedAt\n1,20,2026-01-02 03:04:05.1234567\n20,1,2026-01-02 03:04:05.0000000\n"
 	for range 2 {
 		var ub, fb bytes.Buffer
@@ -113,9 +113,48 @@ func TestReadPointsAtBadRows(t *testing.T) {
 	}
 	var re *db.RowError
 	for _, err := range ReadUsers("users.csv", strings.NewReader("")) {
-		if !errors.As(err, &re) || re.Pos.Line != 1 {
-			t.Errorf("an empty file: %v, want a row error at line 1", err)
+		if !errors.As(err, &re) || re.Pos.Line != 1 || !strings.Contains(err.Error(), "Id,Name,SecurityStamp or Id,Name") {
+			t.Errorf("an empty file: %v, want a row error at line 1 naming both headers", err)
 		}
+	}
+
+	// Stamps are read as the store keeps them; an empty one is left for
+	// the store to make.
+	rows, errs = collect(ReadUsers("users.csv", strings.NewReader("Id,Name,SecurityStamp\n1,a,abc-DEF-0\n2,b,\n3,c,a:b\n4,d\n")))
+	wantErrs = []string{
+		`users.csv line 4: SecurityStamp "a:b" is not a stamp (` + db.StampRule + `)`,
+		`users.csv line 5: 2 fields, want 3`,
+	}
+	if !slices.Equal(errs, wantErrs) {
+		t.Errorf("errors:\n%s\nwant\n%s", strings.Join(errs, "\n"), strings.Join(wantErrs, "\n"))
+	}
+	if len(rows) != 2 || rows[0].SecurityStamp != "abc-DEF-0" || rows[1].SecurityStamp != "" {
+		t.Errorf("rows = %+v", rows)
+	}
+}
+
+// The sequence file holds one number, the highest user id ever given out.
+func TestSequence(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteSequence(&b, 42); err != nil || b.String() != "LastUserId\n42\n" {
+		t.Fatalf("written %q, %v", &b, err)
+	}
+	if n, err := ReadSequence("s.csv", &b); n != 42 || err != nil {
+		t.Errorf("read back %d, %v", n, err)
+	}
+	for in, want := range map[string]string{
+		"":                      "s.csv line 1: the header must be LastUserId",
+		"LastUserId\n":          "s.csv line 2: want one LastUserId, not 0",
+		"LastUserId\n1\n2\n":    "s.csv line 2: want one LastUserId, not 2",
+		"LastUserId\nmany\n":    `s.csv line 2: LastUserId "many" is not a whole number`,
+		"LastUserId,Other\n1\n": "s.csv line 1: the header must be LastUserId",
+	} {
+		if _, err := ReadSequence("s.csv", strings.NewReader(in)); err == nil || err.Error() != want {
+			t.Errorf("%q: %v, want %s", in, err, want)
+		}
+	}
+	if got := SequencePath("/x/users.csv"); got != "/x/users.sequence.csv" {
+		t.Errorf("SequencePath = %s", got)
 	}
 }
 

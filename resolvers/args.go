@@ -2,6 +2,7 @@ package resolvers
 
 import (
 	"context"
+	"errors"
 	"strconv"
 
 	"follows/auth"
@@ -25,35 +26,72 @@ func truncate(s string, n int) string {
 	return s[:n] + "..."
 }
 
+// errUserGone is why a request whose token verified has no viewer: the
+// token's user was deleted, or its id now belongs to another account
+// (whose stamp is not the token's).
+var errUserGone = errors.New("the token's user no longer exists")
+
+// me is the one way to the signed-in user: the user the request's token
+// names, once its row is found and carries the token's stamp. Otherwise me
+// is nil and why says why (auth's errors, or errUserGone); err is a store
+// failure. The row comes through the request's users loader, so a request
+// looks its viewer up once however many fields ask, and in the same batch
+// as other users loaded at the time.
+func (r *Resolver) me(ctx context.Context) (me *db.User, why, err error) {
+	claim, why := auth.Viewer(ctx)
+	if why != nil {
+		return nil, why, nil
+	}
+	u, err := r.loadersFor(ctx).users.Load(ctx, claim.UserID)
+	if err != nil {
+		return nil, nil, storeError(ctx, err)
+	}
+	if u == nil || !claim.Holds(u.ID, u.SecurityStamp) {
+		return nil, errUserGone, nil
+	}
+	return u, nil, nil
+}
+
 // viewer returns the signed-in user, or nil when the request is anonymous,
-// its token is bad, or the token's user has been deleted.
+// its token is bad, or the token's user is gone.
 func (r *Resolver) viewer(ctx context.Context) (*db.User, error) {
-	id, err := auth.Viewer(ctx)
-	if err != nil {
-		return nil, nil
+	me, _, err := r.me(ctx)
+	return me, err
+}
+
+// viewerID is the signed-in user's id; ok is false when there is none.
+func (r *Resolver) viewerID(ctx context.Context) (id int64, ok bool, err error) {
+	me, _, err := r.me(ctx)
+	if me == nil || err != nil {
+		return 0, false, err
 	}
-	u, err := r.loadersFor(ctx).users.Load(ctx, id)
-	if err != nil {
-		return nil, storeError(ctx, err)
-	}
-	return u, nil
+	return me.ID, true, nil
 }
 
 // requireViewer returns the signed-in user or an UNAUTHENTICATED error
-// saying why there is none. A token stops working when its user is gone.
+// saying why there is none.
 func (r *Resolver) requireViewer(ctx context.Context) (*db.User, error) {
-	id, err := auth.Viewer(ctx)
+	me, why, err := r.me(ctx)
 	if err != nil {
-		return nil, authError(ctx, err)
+		return nil, err
 	}
-	u, err := r.loadersFor(ctx).users.Load(ctx, id)
+	if me == nil {
+		return nil, authError(ctx, why)
+	}
+	return me, nil
+}
+
+// requireSelf refuses, as FORBIDDEN with the message given, what only a
+// user itself may see.
+func (r *Resolver) requireSelf(ctx context.Context, user int64, format string, args ...any) error {
+	me, ok, err := r.viewerID(ctx)
 	if err != nil {
-		return nil, storeError(ctx, err)
+		return err
 	}
-	if u == nil {
-		return nil, userError(ctx, CodeUnauthenticated, "the token's user no longer exists")
+	if !ok || me != user {
+		return userError(ctx, CodeForbidden, format, args...)
 	}
-	return u, nil
+	return nil
 }
 
 // viewerAndTarget returns the signed-in user and the user a mutation's
@@ -71,14 +109,15 @@ func (r *Resolver) viewerAndTarget(ctx context.Context, userID string) (*db.User
 }
 
 // visible hides a deactivated user from everyone but itself.
-func visible(ctx context.Context, u *db.User) *db.User {
+func (r *Resolver) visible(ctx context.Context, u *db.User) (*db.User, error) {
 	if u == nil || !u.Deactivated {
-		return u
+		return u, nil
 	}
-	if me, err := auth.Viewer(ctx); err == nil && me == u.ID {
-		return u
+	me, ok, err := r.viewerID(ctx)
+	if err != nil || !ok || me != u.ID {
+		return nil, err
 	}
-	return nil
+	return u, nil
 }
 
 func (r *Resolver) setDeactivated(ctx context.Context, deactivated bool) (*model.DeactivatePayload, error) {

@@ -21,6 +21,9 @@ const (
 	CodeNotFound        = "NOT_FOUND"
 	CodeBadUserInput    = "BAD_USER_INPUT"
 	CodeInternal        = "INTERNAL_SERVER_ERROR"
+	// CodeStorageFull is a write the database refused for want of space;
+	// nothing of it was kept, and it may succeed later.
+	CodeStorageFull = "STORAGE_FULL"
 )
 
 // userError is an error the client caused and may read in full.
@@ -46,11 +49,24 @@ type internalError struct{ err error }
 func (e internalError) Error() string { return e.err.Error() }
 func (e internalError) Unwrap() error { return e.err }
 
+// serviceError is a failure the client did not cause but may be told of,
+// with a code of its own: it is logged with its detail, as an internal
+// error is, and sent with its code and message.
+type serviceError struct {
+	code, message string
+	err           error
+}
+
+func (e serviceError) Error() string { return e.message + ": " + e.err.Error() }
+func (e serviceError) Unwrap() error { return e.err }
+
 // storeError turns a store error into what the client should see: the
 // store's sentinel errors become coded user errors, anything else is
 // internal.
 func storeError(ctx context.Context, err error) error {
 	switch {
+	case errors.Is(err, db.ErrStorageFull):
+		return serviceError{CodeStorageFull, "the server's storage is full, so nothing was written; try again later", err}
 	case errors.Is(err, db.ErrSelfFollow):
 		return userError(ctx, CodeBadUserInput, "cannot follow yourself")
 	case errors.Is(err, db.ErrSelfBlock):
@@ -78,17 +94,28 @@ func authError(ctx context.Context, err error) error {
 		return userError(ctx, CodeUnauthenticated, "sign in: send Authorization: Bearer <token>")
 	case errors.Is(err, auth.ErrExpiredToken):
 		return userError(ctx, CodeUnauthenticated, "the bearer token has expired")
+	case errors.Is(err, errUserGone):
+		return userError(ctx, CodeUnauthenticated, "the token's user no longer exists")
 	}
 	return userError(ctx, CodeUnauthenticated, "the bearer token is not valid")
 }
 
 // ErrorPresenter shapes every error in a response. Errors of our own
 // resolvers already carry a code. Internal ones are logged with their
-// detail and sent as a bare INTERNAL_SERVER_ERROR. The rest come from
+// detail and sent as a bare INTERNAL_SERVER_ERROR; service errors are
+// logged too, and sent with their code and message. The rest come from
 // gqlgen's checking of the request against the schema (argument values
 // that do not coerce, for one) and are the client's to fix.
 func ErrorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 	return func(ctx context.Context, err error) *gqlerror.Error {
+		if se, ok := errors.AsType[serviceError](err); ok {
+			log.ErrorContext(ctx, se.message, "code", se.code, "path", graphql.GetPath(ctx).String(), "err", se.err)
+			return &gqlerror.Error{
+				Message:    se.message,
+				Path:       graphql.GetPath(ctx),
+				Extensions: map[string]any{"code": se.code},
+			}
+		}
 		if ie, ok := errors.AsType[internalError](err); ok {
 			log.ErrorContext(ctx, "internal error", "path", graphql.GetPath(ctx).String(), "err", ie.err)
 			return &gqlerror.Error{

@@ -42,8 +42,10 @@ var (
 		cost: func(c *graph.ComplexityRoot, p listCost) { c.User.Blocked = p.connection },
 	}, read: (*db.Store).BlockedPage})
 
+	// Only its owner may read it; a call reads up to the store's bound
+	// of follows (db.SuggestionVia) whatever its first, and costs so.
 	suggestionsList = row(&listRow[[]db.Suggestion]{listField: listField{
-		object: "User", field: "suggestions", first: 10, loader: "suggestions",
+		object: "User", field: "suggestions", first: 10, loader: "suggestions", work: suggestionsWork,
 		cost: func(c *graph.ComplexityRoot, p listCost) { c.User.Suggestions = p },
 	}, batch: suggestionPages})
 
@@ -57,12 +59,22 @@ var (
 // maxFirst bounds every page: no client can ask for a whole popular list.
 const maxFirst = 100
 
+// suggestionsWork is what a suggestions call costs besides its items. It
+// reads up to db.SuggestionVia × db.SuggestionsPerVia follows (10,000),
+// some 40 ms of SQL at worst, where a page of 100 followers reads 100 rows
+// and costs about 100: at one per ten rows it is 1,000, so that four calls
+// fit the default -max-complexity of 5,000 and five do not.
+const suggestionsWork = db.SuggestionVia * db.SuggestionsPerVia / 10
+
 // listField is what the table says of a list field, whatever its items.
 type listField struct {
 	object, field string     // where the schema has it: "User", "followers"
 	first         int        // the default of its `first` argument
 	cursor        model.List // the list its cursors name; "" when it has none
 	loader        string     // its loader's name in metrics; "" when it has none
+	// work is what a call costs besides its items, for a list whose
+	// query does more than read its page.
+	work int
 	// cost sets the field's entry in gqlgen's ComplexityRoot to its price.
 	cost func(c *graph.ComplexityRoot, price listCost)
 
@@ -143,17 +155,17 @@ func (f *listField) args(ctx context.Context, user int64, first *int, after *str
 	return q, nil
 }
 
-// price is what the field costs: 1, plus what each item asks for times
-// how many items `first` asks for, so that followers { nodes { followers
-// { ... } } } costs what it multiplies to. A `first` outside 0..100 is
-// priced at the nearer bound and then refused by the resolver with
-// BAD_USER_INPUT, which names the argument.
+// price is what the field costs: 1 and its work, plus what each item asks
+// for times how many items `first` asks for, so that followers { nodes {
+// followers { ... } } } costs what it multiplies to. A `first` outside
+// 0..100 is priced at the nearer bound and then refused by the resolver
+// with BAD_USER_INPUT, which names the argument.
 func (f *listField) price(child int, first *int) int {
 	n := f.first
 	if first != nil {
 		n = min(max(*first, 0), maxFirst)
 	}
-	return 1 + n*child
+	return 1 + f.work + n*child
 }
 
 // listCost is a list field's price in the shape gqlgen asks of a list

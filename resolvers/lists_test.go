@@ -2,9 +2,12 @@ package resolvers
 
 import (
 	"context"
+	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 
+	"follows/db"
 	"follows/graph"
 	"follows/graph/model"
 
@@ -29,8 +32,10 @@ func TestComplexity(t *testing.T) {
 		{`{ viewer { following { edges { cursor node { name } } } } }`, nil, 82},
 		{`{ viewer { mutualFollows { nodes { id } } } }`, nil, 42},
 		{`{ viewer { blocked { nodes { id } } } }`, nil, 42},
-		{`{ viewer { suggestions { user { id } via } } }`, nil, 32},
-		{`{ viewer { suggestions(first: 3) { user { id } } } }`, nil, 8},
+		// viewer 1 + suggestions 1 + its work 1000 + 10*(user 1 + id 1 + via 1)
+		{`{ viewer { suggestions { user { id } via } } }`, nil, 1032},
+		{`{ viewer { suggestions(first: 3) { user { id } } } }`, nil, 1008},
+		{`{ viewer { suggestions(first: 0) { via } } }`, nil, 1002},
 		{`{ users { nodes { id } } }`, nil, 41},
 		{`{ users(first: 0) { nodes { id } } }`, nil, 1},
 		{`{ users(first: 1000) { nodes { id } } }`, nil, 201},
@@ -51,9 +56,21 @@ func TestComplexity(t *testing.T) {
 
 // The table and the schema agree: every field with a `first` argument has
 // a row, every row a field, with the schema's default for `first`, and
-// cursors exactly when the field takes `after`.
+// cursors exactly when the field takes `after`. The description of
+// suggestions states the store's bound and the price.
 func TestListsMatchSchema(t *testing.T) {
 	schema := graph.NewExecutableSchema(graph.Config{}).Schema()
+	desc := schema.Types["User"].Fields.ForName("suggestions").Description
+	for _, want := range []string{
+		fmt.Sprintf("%d newest follows", db.SuggestionVia),
+		fmt.Sprintf("its %d newest", db.SuggestionsPerVia),
+		fmt.Sprintf("costs %s", thousands(suggestionsWork)),
+		"FORBIDDEN",
+	} {
+		if !strings.Contains(strings.Join(strings.Fields(desc), " "), want) {
+			t.Errorf("the description of User.suggestions does not say %q:\n%s", want, desc)
+		}
+	}
 	for _, f := range listFields {
 		def := schema.Types[f.object].Fields.ForName(f.field)
 		if def == nil {
@@ -81,6 +98,15 @@ func TestListsMatchSchema(t *testing.T) {
 			}
 		}
 	}
+}
+
+// thousands writes n with commas, as the schema's descriptions do.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // Each list's cursors name it alone, so that one list refuses another's.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"follows/auth"
 	"follows/db"
 	"follows/graph/model"
 
@@ -49,8 +50,12 @@ func (r *Resolver) nodes(ctx context.Context, ids []string) ([]model.Node, error
 	}
 	out := make([]model.Node, len(ids))
 	for j, u := range found {
-		if u = visible(ctx, u); u != nil {
-			out[at[j]] = u
+		v, err := r.visible(ctx, u)
+		if err != nil {
+			return nil, err
+		}
+		if v != nil {
+			out[at[j]] = v
 		}
 	}
 	return out, nil
@@ -70,7 +75,7 @@ func (r *Resolver) userByID(ctx context.Context, id int64) (*db.User, error) {
 	if err != nil {
 		return nil, storeError(ctx, err)
 	}
-	return visible(ctx, u), nil
+	return r.visible(ctx, u)
 }
 
 // prefetchRoots looks up, once per request, the users that every root
@@ -116,6 +121,11 @@ func (r *Resolver) startRoots(ctx context.Context) {
 	}
 	if len(all) == 0 {
 		return
+	}
+	// The row of the user the token claims comes in the same statement,
+	// for checking the viewer (see me) when a field asks.
+	if claim, err := auth.Viewer(ctx); err == nil && !seen[claim.UserID] {
+		all = append(all, claim.UserID)
 	}
 	found, err := r.Store.UsersByID(ctx, all)
 	if err != nil {

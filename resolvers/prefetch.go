@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"follows/auth"
 	"follows/db"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -32,7 +31,16 @@ func (r *Resolver) startSteps(ctx context.Context, steps []prefetchStep, ids []i
 		return
 	}
 	l := r.loadersFor(ctx)
-	viewer, viewerErr := auth.Viewer(ctx)
+	// The viewer's relations need the viewer, checked (see me): its
+	// lookup then waits for the users loader's batch, once a request.
+	var viewer int64
+	var ok bool
+	for _, st := range steps {
+		if st.list == nil {
+			viewer, ok, _ = r.viewerID(ctx)
+			break
+		}
+	}
 	for _, st := range steps {
 		for _, id := range ids {
 			if st.list != nil {
@@ -41,7 +49,7 @@ func (r *Resolver) startSteps(ctx context.Context, steps []prefetchStep, ids []i
 				st.list.start(ctx, l, q)
 				continue
 			}
-			if viewerErr != nil {
+			if !ok {
 				continue
 			}
 			switch st.field {

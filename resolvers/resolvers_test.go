@@ -38,7 +38,7 @@ func testSampleGraphOverHTTP(t *testing.T, on apitest.Database) {
 			}
 		}
 	}
-	s.Data("", `{ user(name: "alice") { followerCount followingCount
+	s.Data(u["alice"].Token, `{ user(name: "alice") { followerCount followingCount
 	  mutualFollows { nodes { name } } suggestions { user { name } via } } }`, nil, &alice)
 	if alice.User.FollowerCount != 1 || alice.User.FollowingCount != 2 {
 		t.Errorf("alice counts = %d followers, %d following; want 1, 2", alice.User.FollowerCount, alice.User.FollowingCount)
@@ -48,6 +48,14 @@ func testSampleGraphOverHTTP(t *testing.T, on apitest.Database) {
 	}
 	if s := alice.User.Suggestions; len(s) != 1 || s[0].User.Name != "dave" || s[0].Via != 2 {
 		t.Errorf("alice.suggestions = %+v, want [{dave 2}]", s)
+	}
+	// Only alice may read them: which accounts are missing from someone's
+	// suggestions would tell whom they block or are blocked by.
+	for _, token := range []string{"", u["bob"].Token} {
+		r := s.Do(token, `{ user(name: "alice") { name suggestions { via } } }`, nil)
+		if r.Code() != "FORBIDDEN" || r.Errors[0].Message != "only a user itself may see its suggestions" {
+			t.Errorf("alice's suggestions read with token %.10q: %+v, want FORBIDDEN", token, r.Errors)
+		}
 	}
 
 	var dave struct {
@@ -226,8 +234,17 @@ func testMutationOutcomes(t *testing.T, on apitest.Database) {
 	u := s.Sample()
 	alice, dave := u["alice"], u["dave"]
 	tampered := alice.Token[:len(alice.Token)-3] + "AAA"
+	// A token for alice, her stamp and all, signed with another secret.
 	forgedFor := func(id string) string {
-		return auth.NewTokens([]byte("not the secret"), time.Hour).Mint(mustID(t, id))
+		found, err := s.Store.UsersByID(context.Background(), []int64{mustID(t, id)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens, err := auth.NewTokens([]byte(strings.Repeat("not the secret ", 3)), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tokens.Mint(found[0].ID, found[0].SecurityStamp)
 	}
 	tests := []struct {
 		name     string
@@ -292,6 +309,23 @@ func testMutationOutcomes(t *testing.T, on apitest.Database) {
 	if r := s.Do(dave.Token, `{ viewer { id } }`, nil); string(r.Data) != `{"viewer":null}` {
 		t.Errorf("deleted user's viewer = %s, want null", r.Data)
 	}
+
+	// A token signed with the server's secret for alice's id but another
+	// account's stamp (as after her id was given to someone new) is a
+	// deleted user's token: anonymous for queries, refused for mutations.
+	tokens, err := auth.NewTokens([]byte(apitest.Secret), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := tokens.Mint(mustID(t, alice.ID), "0123456789abcdef0123456789abcdef")
+	r := s.Do(stale, apitest.FollowMutation, map[string]any{"id": u["carol"].ID})
+	if r.Code() != "UNAUTHENTICATED" || r.Errors[0].Message != "the token's user no longer exists" {
+		t.Errorf("follow with another account's stamp: %+v, want UNAUTHENTICATED, the user no longer exists", r.Errors)
+	}
+	r = s.Do(stale, `query($id: ID) { viewer { id } user(id: $id) { viewerFollows followsViewer } }`, map[string]any{"id": u["bob"].ID})
+	if string(r.Data) != `{"viewer":null,"user":{"viewerFollows":false,"followsViewer":false}}` || len(r.Errors) > 0 {
+		t.Errorf("queries with another account's stamp = %s %+v, want anonymous answers", r.Data, r.Errors)
+	}
 }
 
 // A list of users each with counts and followers costs a fixed number of
@@ -328,7 +362,8 @@ func testStatementsPerRequestDoNotGrowWithUsers(t *testing.T, on apitest.Databas
 		}
 		counts[n] = r.Extensions.Debug.SQLQueries
 	}
-	// users, their total, viewerFollows, followers pages.
+	// users, their total, the viewer (its token checked against its row),
+	// viewerFollows, followers pages.
 	if counts[50] > 5 || counts[50] != counts[5] {
 		t.Errorf("SQL statements: %d for 5 users, %d for 50; want the same, at most 5", counts[5], counts[50])
 	}
@@ -353,5 +388,26 @@ func testStatementsPerRequestDoNotGrowWithUsers(t *testing.T, on apitest.Databas
 		if q := r.Extensions.Debug.SQLQueries; q > 4 || q < 1 {
 			t.Errorf("profile of user %s: %d SQL statements, want 1 to 4", id, q)
 		}
+	}
+}
+
+// suggestions is priced at the work its bound allows, so that a client
+// cannot make one request do many calls' worth: four fit the default
+// complexity limit, five do not.
+func TestSuggestionsPricedAsTheirWork(t *testing.T) {
+	s := apitest.Start(t)
+	u := s.Sample()
+	calls := func(n int) string {
+		q := "{ viewer {"
+		for i := range n {
+			q += fmt.Sprintf(" s%d: suggestions { via }", i)
+		}
+		return q + " } }"
+	}
+	if r := s.Do(u["alice"].Token, calls(4), nil); len(r.Errors) > 0 {
+		t.Errorf("four calls: %+v", r.Errors)
+	}
+	if r := s.Do(u["alice"].Token, calls(5), nil); r.Code() != "COMPLEXITY_LIMIT_EXCEEDED" {
+		t.Errorf("five calls: %+v, want COMPLEXITY_LIMIT_EXCEEDED", r.Errors)
 	}
 }

@@ -8,7 +8,6 @@ package resolvers
 import (
 	"context"
 	"errors"
-	"follows/auth"
 	"follows/db"
 	"follows/graph"
 	"follows/graph/model"
@@ -43,7 +42,7 @@ func (r *mutationResolver) CreateUser(ctx context.Context, input model.CreateUse
 		return nil, storeError(ctx, err)
 	}
 	r.wrote(ctx, &u)
-	return &model.CreateUserPayload{User: &u, Token: r.Tokens.Mint(u.ID)}, nil
+	return &model.CreateUserPayload{User: &u, Token: r.Tokens.Mint(u.ID, u.SecurityStamp)}, nil
 }
 
 // Follow is the resolver for the follow field.
@@ -160,7 +159,7 @@ func (r *queryResolver) User(ctx context.Context, id *string, name *string) (*db
 	if err != nil {
 		return nil, storeError(ctx, err)
 	}
-	return visible(ctx, &u), nil
+	return r.visible(ctx, &u)
 }
 
 // Users is the resolver for the users field.
@@ -217,6 +216,11 @@ func (r *userResolver) MutualFollows(ctx context.Context, obj *db.User, first *i
 
 // Suggestions is the resolver for the suggestions field.
 func (r *userResolver) Suggestions(ctx context.Context, obj *db.User, first *int) ([]*model.Suggestion, error) {
+	// Who is missing from them would tell whom a user blocks or is
+	// blocked by.
+	if err := r.requireSelf(ctx, obj.ID, "only a user itself may see its suggestions"); err != nil {
+		return nil, err
+	}
 	q, err := suggestionsList.args(ctx, obj.ID, first, nil)
 	if err != nil {
 		return nil, err
@@ -254,9 +258,8 @@ func (r *userResolver) BlocksViewer(ctx context.Context, obj *db.User) (bool, er
 }
 
 func (r *userResolver) Blocked(ctx context.Context, obj *db.User, first *int, after *string) (*model.UserConnection, error) {
-	me, err := auth.Viewer(ctx)
-	if err != nil || me != obj.ID {
-		return nil, userError(ctx, CodeForbidden, "only a user itself may see whom it blocks")
+	if err := r.requireSelf(ctx, obj.ID, "only a user itself may see whom it blocks"); err != nil {
+		return nil, err
 	}
 	return r.userPage(ctx, blockedList, obj.ID, first, after, func(ctx context.Context) (int, error) {
 		n, err := r.Store.CountBlocked(ctx, obj.ID)

@@ -3,7 +3,6 @@ package resolvers
 import (
 	"context"
 
-	"follows/auth"
 	"follows/db"
 	"follows/graph/model"
 )
@@ -19,25 +18,24 @@ func (r *Resolver) wrote(ctx context.Context, users ...*db.User) {
 }
 
 // viewerPair is the pair of the viewer and a user, the viewer first when
-// viewerFirst; ok is false for an anonymous request. A deleted user's
-// token finds no rows, so it needs no check of its own.
-func viewerPair(ctx context.Context, user int64, viewerFirst bool) (p db.Pair, ok bool) {
-	me, err := auth.Viewer(ctx)
-	if err != nil {
-		return db.Pair{}, false
+// viewerFirst; ok is false when there is no viewer.
+func (r *Resolver) viewerPair(ctx context.Context, user int64, viewerFirst bool) (p db.Pair, ok bool, err error) {
+	me, ok, err := r.viewerID(ctx)
+	if !ok || err != nil {
+		return db.Pair{}, false, err
 	}
 	if viewerFirst {
-		return db.Pair{Follower: me, Followee: user}, true
+		return db.Pair{Follower: me, Followee: user}, true, nil
 	}
-	return db.Pair{Follower: user, Followee: me}, true
+	return db.Pair{Follower: user, Followee: me}, true, nil
 }
 
 // follows tells whether the viewer follows the user (viewerFirst) or the
-// user the viewer; false for an anonymous request.
+// user the viewer; false when there is no viewer.
 func (r *Resolver) follows(ctx context.Context, user int64, viewerFirst bool) (bool, error) {
-	p, ok := viewerPair(ctx, user, viewerFirst)
-	if !ok {
-		return false, nil
+	p, ok, err := r.viewerPair(ctx, user, viewerFirst)
+	if !ok || err != nil {
+		return false, err
 	}
 	st, err := r.loadersFor(ctx).follows.Load(ctx, p)
 	if err != nil {
@@ -48,9 +46,9 @@ func (r *Resolver) follows(ctx context.Context, user int64, viewerFirst bool) (b
 
 // blocks is follows for blocks.
 func (r *Resolver) blocks(ctx context.Context, user int64, viewerFirst bool) (bool, error) {
-	p, ok := viewerPair(ctx, user, viewerFirst)
-	if !ok {
-		return false, nil
+	p, ok, err := r.viewerPair(ctx, user, viewerFirst)
+	if !ok || err != nil {
+		return false, err
 	}
 	b, err := r.loadersFor(ctx).blocks.Load(ctx, p)
 	if err != nil {
@@ -62,9 +60,9 @@ func (r *Resolver) blocks(ctx context.Context, user int64, viewerFirst bool) (bo
 // followSettings returns the settings of an edge's follow when the viewer
 // is its follower, and nil otherwise: mutes are private.
 func (r *Resolver) followSettings(ctx context.Context, e *model.FollowEdge) (*db.FollowState, error) {
-	me, err := auth.Viewer(ctx)
-	if err != nil || me != e.FollowerID {
-		return nil, nil
+	me, ok, err := r.viewerID(ctx)
+	if !ok || err != nil || me != e.FollowerID {
+		return nil, err
 	}
 	st, err := r.loadersFor(ctx).follows.Load(ctx, db.Pair{Follower: e.FollowerID, Followee: e.FolloweeID})
 	if err != nil {

@@ -60,6 +60,9 @@ func Each(t *testing.T, fn func(t *testing.T, d Database)) {
 	}
 }
 
+// Secret is the secret the server signs tokens with.
+const Secret = "apitest: a token secret, 32 bytes or more"
+
 // Start serves a new, empty graph over a SQLite file until the test ends:
 // SQLite.Start.
 func Start(t testing.TB, opts ...func(*api.Config)) *Server {
@@ -75,22 +78,37 @@ func Start(t testing.TB, opts ...func(*api.Config)) *Server {
 // as text into Logs.
 func (d Database) Start(t testing.TB, opts ...func(*api.Config)) *Server {
 	t.Helper()
-	s, h := d.newServer(t, opts)
+	s, h := d.newServer(t, "", opts)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL
 	return s
 }
 
-// newServer opens a new database of this kind and makes the handler of a
-// Server, which is yet to listen.
-func (d Database) newServer(t testing.TB, opts []func(*api.Config)) (*Server, http.Handler) {
+// StartDSN is Start with SQLite URI parameters (such as
+// _pragma=max_page_count(50)) added to the file's DSN.
+func StartDSN(t testing.TB, params string, opts ...func(*api.Config)) *Server {
+	t.Helper()
+	s, h := SQLite.newServer(t, params, opts)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	s.URL = srv.URL
+	return s
+}
+
+// newServer opens a new database of this kind (a SQLite file with URI
+// parameters params, if any) and makes the handler of a Server, which is
+// yet to listen.
+func (d Database) newServer(t testing.TB, params string, opts []func(*api.Config)) (*Server, http.Handler) {
 	t.Helper()
 	var path, dsn string
 	switch d {
 	case SQLite:
 		path = filepath.Join(t.TempDir(), "follows.db")
 		dsn = path
+		if params != "" {
+			dsn += "?" + params
+		}
 	case Postgres:
 		dsn = pgtest.DSN(t, "the PostgreSQL run of the HTTP tests")
 	default:
@@ -110,7 +128,11 @@ func (d Database) newServer(t testing.TB, opts []func(*api.Config)) (*Server, ht
 	for _, opt := range opts {
 		opt(&cfg)
 	}
-	h := api.NewHandler(store, auth.NewTokens([]byte("test secret"), time.Hour), cfg, log, m)
+	tokens, err := auth.NewTokens([]byte(Secret), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := api.NewHandler(store, tokens, cfg, log, m)
 	return &Server{Database: d, DSN: dsn, DBPath: path, Store: store, t: t, logs: logs}, h
 }
 

@@ -24,7 +24,7 @@ type Serving struct {
 // down when the test ends, if Shutdown has not been called.
 func Serve(t testing.TB, ln net.Listener, cfg api.ServerConfig, opts ...func(*api.Config)) *Serving {
 	t.Helper()
-	s, h := SQLite.newServer(t, opts)
+	s, h := SQLite.newServer(t, "", opts)
 	s.URL = "http://" + ln.Addr().String()
 	ctx, stop := context.WithCancel(context.Background())
 	srv := api.NewServer(h, cfg, slog.New(slog.NewTextHandler(s.logs, nil)))

@@ -1,0 +1,183 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Storage trouble is reported, not hidden: a write refused for want of
+// space is ErrStorageFull (and the store not ready until a write succeeds
+// again), a database file with corrupted pages is refused at start, and an
+// error opening a database names it.
+
+// ErrStorageFull is a write the database refused because its storage is
+// full: the disk, or the file's size limit. Nothing of the write was kept.
+var ErrStorageFull = errors.New("the database's storage is full")
+
+// ErrCorrupt is a database file that is damaged, or not a database.
+var ErrCorrupt = errors.New("the file is corrupt or not a database")
+
+// ErrNoAnswer is Ready's error when the database does not answer.
+var ErrNoAnswer = errors.New("the database does not answer")
+
+// DefaultIntegrityLimit bounds the integrity check Open runs on a SQLite
+// file: PRAGMA quick_check reads every page, which for a file of hundreds
+// of megabytes takes longer than a start should.
+const DefaultIntegrityLimit = 5 * time.Second
+
+// WithIntegrityLimit sets how long Open's integrity check of a SQLite file
+// may run (DefaultIntegrityLimit when not given).
+func WithIntegrityLimit(d time.Duration) Option {
+	return func(s *Store) { s.integrityLimit = d }
+}
+
+// CorruptError is a SQLite file whose integrity check found damage. Open
+// refuses it: the server would otherwise answer from it until a request
+// met the damaged pages.
+type CorruptError struct {
+	Problems []string // quick_check's first lines
+}
+
+func (e *CorruptError) Error() string {
+	return "the file is corrupt (PRAGMA quick_check): " + strings.Join(e.Problems, "; ") +
+		"; restore it from a backup or export what can be read"
+}
+
+func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// health is what the store knows of its storage beyond whether the
+// database answers.
+type health struct {
+	mu        sync.Mutex
+	fullSince time.Time // when a write last failed for want of space; zero once one succeeds
+	fullErr   error
+}
+
+// wrote records how a write transaction ended: refused for want of space,
+// or committed. Other failures say nothing of the storage.
+func (h *health) wrote(err error) {
+	full := errors.Is(err, ErrStorageFull)
+	if err != nil && !full {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case full && h.fullSince.IsZero():
+		h.fullSince, h.fullErr = time.Now(), err
+	case !full:
+		h.fullSince, h.fullErr = time.Time{}, nil
+	}
+}
+
+// Ready reports whether the store can serve: nil, or ErrNoAnswer when the
+// database does not answer, or ErrStorageFull from a write refused for
+// want of space until a later write succeeds (a readiness probe is the one
+// place that says so before a client's write fails).
+func (s *Store) Ready(ctx context.Context) error {
+	if err := s.Ping(ctx); err != nil {
+		return fmt.Errorf("%w: %w", ErrNoAnswer, err)
+	}
+	s.health.mu.Lock()
+	defer s.health.mu.Unlock()
+	if !s.health.fullSince.IsZero() {
+		return fmt.Errorf("writes fail since %s: %w", s.health.fullSince.UTC().Format(time.RFC3339), s.health.fullErr)
+	}
+	return nil
+}
+
+// location names a database in errors: a SQLite file's path, or a SQL
+// Server's host and database, never its credentials.
+func location(d *dialect, dsn string) string {
+	if d.name == "sqlite" {
+		return "SQLite database " + sqlitePath(dsn)
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return d.name + " database"
+	}
+	name := u.Query().Get("database")
+	if name == "" {
+		name = strings.TrimPrefix(u.Path, "/")
+	}
+	return fmt.Sprintf("%s database %s on %s", d.name, name, u.Host)
+}
+
+// sqlitePath is the file a SQLite dsn (a path, or a file: URI) names.
+func sqlitePath(dsn string) string {
+	path, _, _ := strings.Cut(strings.TrimPrefix(dsn, "file:"), "?")
+	return path
+}
+
+// createSQLiteFile makes a SQLite dsn's file, if there is none yet,
+// readable and writable by its owner only: SQLite would make it with the
+// umask's mode, world-readable as a rule, and the graph is nobody else's to
+// read. SQLite gives the -wal and -shm files the database file's mode. An
+// existing file is left as it is; an in-memory or read-only dsn has no
+// file to make.
+func createSQLiteFile(dsn string) error {
+	path := sqlitePath(dsn)
+	_, query, _ := strings.Cut(dsn, "?")
+	if path == "" || path == ":memory:" || strings.Contains(query, "mode=memory") || strings.Contains(query, "mode=ro") {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return nil
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("the folder %s does not exist", filepath.Dir(path))
+	case err != nil:
+		return fmt.Errorf("create the file: %w", err)
+	}
+	return f.Close()
+}
+
+// checkIntegrity runs SQLite's quick_check on the open file, for at most
+// the store's integrity limit, and records in Integrity how far it got. A
+// file with damage is a CorruptError.
+func (s *Store) checkIntegrity(ctx context.Context) error {
+	if s.d.integrityCheck == "" {
+		return nil
+	}
+	limit := s.integrityLimit
+	if limit == 0 {
+		limit = DefaultIntegrityLimit
+	}
+	cctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	var problems []string
+	rows, err := s.db.QueryContext(cctx, s.d.integrityCheck)
+	if err == nil {
+		for rows.Next() && len(problems) < 10 {
+			var line string
+			if err = rows.Scan(&line); err != nil {
+				break
+			}
+			problems = append(problems, line)
+		}
+		if err == nil {
+			err = rows.Err()
+		}
+		rows.Close()
+	}
+	switch {
+	case cctx.Err() != nil && ctx.Err() == nil:
+		s.Integrity = fmt.Sprintf("not fully checked: quick_check did not finish within %s", limit)
+		return nil
+	case err != nil:
+		return fmt.Errorf("check the file's integrity: %w", s.d.classify(err))
+	case len(problems) == 1 && problems[0] == "ok":
+		s.Integrity = "ok"
+		return nil
+	}
+	return &CorruptError{Problems: problems}
+}
