@@ -24,13 +24,13 @@ func benchStore(b *testing.B) *Store {
 func BenchmarkFollowPages50(b *testing.B) {
 	s := benchStore(b)
 	ctx := context.Background()
-	users, err := s.ListUsers(ctx, 0, 50)
+	users, err := s.UsersPage(ctx, PageQuery{First: 50})
 	if err != nil {
 		b.Fatal(err)
 	}
-	qs := make([]PageQuery, len(users))
-	for i, u := range users {
-		qs[i] = PageQuery{User: u.ID, First: 10}
+	qs := make([]PageQuery, len(users.Edges))
+	for i, e := range users.Edges {
+		qs[i] = PageQuery{User: e.User.ID, First: 10}
 	}
 	b.ResetTimer()
 	for b.Loop() {

@@ -51,7 +51,7 @@ var (
 	usersList = row(&listRow[db.Page]{listField: listField{
 		object: "Query", field: "users", first: 20, cursor: model.ListUsers,
 		cost: func(c *graph.ComplexityRoot, p listCost) { c.Query.Users = p.connection },
-	}, read: usersPage})
+	}, read: (*db.Store).UsersPage})
 )
 
 // maxFirst bounds every page: no client can ask for a whole popular list.
@@ -187,18 +187,4 @@ func suggestionPages(s *db.Store, ctx context.Context, qs []db.PageQuery) ([][]d
 		sq[i] = db.SuggestionQuery{User: q.User, First: q.First}
 	}
 	return s.Suggestions(ctx, sq)
-}
-
-// usersPage reads a page of all users, by id: one more than the page, to
-// learn whether another follows.
-func usersPage(s *db.Store, ctx context.Context, q db.PageQuery) (db.Page, error) {
-	users, err := s.ListUsers(ctx, q.After.ID, q.First+1)
-	if err != nil {
-		return db.Page{}, err
-	}
-	page := db.Page{HasNext: len(users) > q.First}
-	for _, u := range users[:min(len(users), q.First)] {
-		page.Edges = append(page.Edges, db.Edge{User: u})
-	}
-	return page, nil
 }
