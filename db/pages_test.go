@@ -190,7 +190,6 @@ func testPagingBetweenCursors(t *testing.T, open opener) {
 func testBatchMixesWays(t *testing.T, open opener) {
 	s := open(t)
 	star, _ := tiedStar(t, s)
-	ctx := context.Background()
 	all := onePage(t, s.listPager(listFollowing), PageQuery{User: star, First: 100}).Edges
 	mid := cursorOf(all[20])
 	var qs []PageQuery
@@ -202,19 +201,7 @@ func testBatchMixesWays(t *testing.T, open opener) {
 			PageQuery{User: user, Before: mid, Backward: true, Last: 7},
 			PageQuery{User: user, After: cursorOf(all[2]), Before: mid, Backward: true, Last: 50})
 	}
-	batch, err := s.FollowPages(ctx, Following, qs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, q := range qs {
-		one, err := s.FollowPages(ctx, Following, []PageQuery{q})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if fmt.Sprint(one[0]) != fmt.Sprint(batch[i]) {
-			t.Errorf("query %+v: batch gave %v, alone %v", q, batch[i], one[0])
-		}
-	}
+	batch := followingAsAlone(t, s, qs)
 	if got := ids(batch[3].Edges); !slices.Equal(got, ids(all[13:20])) {
 		t.Errorf("the 7 before the 21st: %v, want %v", got, ids(all[13:20]))
 	}
@@ -273,4 +260,26 @@ func testUsersPageBothWays(t *testing.T, open opener) {
 	if got := ids(between.Edges); !slices.Equal(got, want[7:9]) || !between.HasPrevious {
 		t.Errorf("last 2 between the 4th and the 10th: %v (more: %v), want %v (more)", got, between.HasPrevious, want[7:9])
 	}
+}
+
+// followingAsAlone asks for pages of following lists in one batch, and
+// each alone, and fails the test where the two differ. It returns the
+// batch's pages.
+func followingAsAlone(t *testing.T, s *Store, qs []PageQuery) []Page {
+	t.Helper()
+	ctx := context.Background()
+	batch, err := s.FollowPages(ctx, Following, qs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range qs {
+		one, err := s.FollowPages(ctx, Following, []PageQuery{q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(one[0]) != fmt.Sprint(batch[i]) {
+			t.Errorf("query %+v: batch gave %v, alone %v", q, batch[i], one[0])
+		}
+	}
+	return batch
 }

@@ -418,19 +418,7 @@ func testBatchMatchesSingleQueries(t *testing.T, open opener) {
 	e := first[0].Edges[0]
 	qs = append(qs, PageQuery{User: ids["bob"], After: Cursor{At: e.At, ID: e.User.ID}, First: 5})
 
-	batch, err := s.FollowPages(ctx, Following, qs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, q := range qs {
-		one, err := s.FollowPages(ctx, Following, []PageQuery{q})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if fmt.Sprint(one[0]) != fmt.Sprint(batch[i]) {
-			t.Errorf("query %+v: batch gave %v, alone %v", q, batch[i], one[0])
-		}
-	}
+	batch := followingAsAlone(t, s, qs)
 	if got := names(batch[len(qs)-1].Edges); !slices.Equal(got, []string{"alice"}) {
 		t.Errorf("bob's following after %s = %v, want [alice]", e.User.Name, got)
 	}

@@ -197,15 +197,7 @@ func TestBackwardPagesBatch(t *testing.T) { apitest.Each(t, testBackwardPagesBat
 
 func testBackwardPagesBatch(t *testing.T, on apitest.Database) {
 	s := on.Start(t)
-	var accounts []apitest.Account
-	for i := range 50 {
-		accounts = append(accounts, s.CreateUser(fmt.Sprintf("user%02d", i)))
-	}
-	for i, a := range accounts {
-		for j := 1; j <= 5; j++ {
-			s.Follow(a, accounts[(i+j)%len(accounts)])
-		}
-	}
+	followRing(s, 50, 5)
 	counts := map[string]int{}
 	for _, c := range []struct {
 		name, lists string
@@ -233,4 +225,18 @@ func testBackwardPagesBatch(t *testing.T, on apitest.Database) {
 		t.Errorf("statements: forward %d, backward %d, both %d; want backward as forward, both one more",
 			counts["forward50"], counts["backward50"], counts["both50"])
 	}
+}
+
+// followRing makes n users, each following the k after it in a ring.
+func followRing(s *apitest.Server, n, k int) []apitest.Account {
+	var accounts []apitest.Account
+	for i := range n {
+		accounts = append(accounts, s.CreateUser(fmt.Sprintf("user%02d", i)))
+	}
+	for i, a := range accounts {
+		for j := 1; j <= k; j++ {
+			s.Follow(a, accounts[(i+j)%n])
+		}
+	}
+	return accounts
 }
