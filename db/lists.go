@@ -58,7 +58,8 @@ var (
 
 // listSeeks are how a per-user list, newest first, is read each way:
 // forward down its index, backward up it, so that a backward page costs a
-// forward one's seek and the store reverses its rows (see Store.pages).
+// forward one's seek; the store puts its rows back in the list's order
+// (see Store.pages).
 var listSeeks = [...]seek{forward: down, backward: up}
 
 func (k seek) fill(tmpl string) string {
