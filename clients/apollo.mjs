@@ -1,9 +1,9 @@
 // Runs Apollo Client 3, with the cache and updates of apollo/follows.mjs
 // that the README shows, against the server whose /graphql URL is the
-// first argument. The second is JSON: the user whose followers it pages,
-// their names newest first, and a user (with a token) who follows and
-// unfollows that user. Prints one line per check; exits 1 at the first
-// that fails.
+// first argument. The second is JSON: the user whose followers it pages
+// (forward, and backward in a cache of its own), their names newest first,
+// and a user (with a token) who follows and unfollows that user. Prints
+// one line per check; exits 1 at the first that fails.
 import assert from "node:assert/strict";
 import { check } from "./check.mjs";
 import { ApolloClient, HttpLink, gql } from "@apollo/client/core/index.js";
@@ -17,7 +17,7 @@ const url = process.argv[2];
 const { starId, followers, fan } = JSON.parse(process.argv[3]);
 
 let requests = 0;
-const client = new ApolloClient({
+const newClient = () => new ApolloClient({
   link: new HttpLink({
     uri: url,
     headers: { authorization: `Bearer ${fan.token}` },
@@ -28,23 +28,35 @@ const client = new ApolloClient({
   }),
   cache: makeCache(),
 });
+const client = newClient();
 
-const cached = () => client.readQuery({ query: FOLLOWERS, variables: { id: starId } }).user;
+const cachedIn = (client) => client.readQuery({ query: FOLLOWERS, variables: { id: starId } }).user;
+const cached = () => cachedIn(client);
 const names = (user) => user.followers.edges.map((e) => e.node.name);
 
-// Forward paging: relayStylePagination merges each page into one list.
-let page = (await client.query({ query: FOLLOWERS, variables: { id: starId } })).data.user.followers;
-const watch = client.watchQuery({ query: FOLLOWERS, variables: { id: starId } });
-let pages = 1;
-while (page.pageInfo.hasNextPage) {
-  page = (await watch.fetchMore({ variables: { after: page.pageInfo.endCursor } })).data.user.followers;
-  pages++;
+// Paging: relayStylePagination merges each page into one list, after what
+// it holds when the page came with after, before it when with before.
+// Forward, from the newest follow; then, in a cache of its own, backward
+// from the oldest.
+async function pageThrough(client, variables, more) {
+  const before = requests;
+  const query = { query: FOLLOWERS, variables: { id: starId, ...variables } };
+  let page = (await client.query(query)).data.user.followers;
+  const watch = client.watchQuery(query);
+  let pages = 1;
+  while (more(page.pageInfo)) {
+    page = (await watch.fetchMore({ variables: more(page.pageInfo) })).data.user.followers;
+    pages++;
+  }
+  check(`pages ${variables.first ? "forward" : "backward"} with relayStylePagination`, () => {
+    assert.deepEqual(names(cachedIn(client)), followers);
+    assert.equal(new Set(names(cachedIn(client))).size, followers.length, "a duplicate");
+    assert.equal(pages, Math.ceil(followers.length / 3));
+    assert.equal(requests, before + pages);
+  });
 }
-check("pages forward with relayStylePagination", () => {
-  assert.deepEqual(names(cached()), followers);
-  assert.equal(new Set(names(cached())).size, followers.length, "a duplicate");
-  assert.equal(requests, pages);
-});
+await pageThrough(client, { first: 3 }, (info) => info.hasNextPage && { after: info.endCursor });
+await pageThrough(newClient(), { last: 3 }, (info) => info.hasPreviousPage && { before: info.startCursor });
 
 // follow: the payload's edge heads the cached list, without a refetch.
 const before = requests;
@@ -57,7 +69,7 @@ check("follow updates the cached list without a refetch", () => {
 const cursor = cached().followers.edges[0].cursor;
 
 // Paging on from the new edge's cursor gives the rest of the list.
-const rest = await client.query({ query: FOLLOWERS, variables: { id: starId, after: cursor }, fetchPolicy: "no-cache" });
+const rest = await client.query({ query: FOLLOWERS, variables: { id: starId, first: 3, after: cursor }, fetchPolicy: "no-cache" });
 check("the new edge's cursor is the list's own", () => {
   assert.deepEqual(rest.data.user.followers.edges.map((e) => e.node.name), followers.slice(0, 3));
 });

@@ -44,9 +44,10 @@ func runNode(t *testing.T, args ...string) {
 }
 
 // Apollo Client 3 with the README's cache and updates (apollo/follows.mjs):
-// relayStylePagination pages a followers list forward without a duplicate
-// or a gap, follow and unfollow payloads change the cached list with no
-// request but the mutation's, and node ids round-trip.
+// relayStylePagination pages a followers list forward, and backward from
+// its end, without a duplicate or a gap, follow and unfollow payloads
+// change the cached list with no request but the mutation's, and node ids
+// round-trip.
 func TestApolloClient(t *testing.T) {
 	nodeTools(t, "@apollo/client")
 	s := apitest.Start(t)
@@ -54,11 +55,11 @@ func TestApolloClient(t *testing.T) {
 }
 
 // relay-compiler compiles the README's Relay snippet (relay/UserFollowers.js:
-// a @refetchable user fragment with a @connection, and mutations with
-// @prependEdge, @deleteEdge and @deleteRecord) against schema.graphql, and
-// relay-runtime runs what it made against the server: the connection pages
-// forward through node(id:) and the mutations update it in the store
-// without a refetch.
+// a @refetchable user fragment with a @connection paged both ways, and
+// mutations with @prependEdge, @deleteEdge and @deleteRecord) against
+// schema.graphql, and relay-runtime runs what it made against the server:
+// the connection pages forward, and backward from its end, through
+// node(id:), and the mutations update it in the store without a refetch.
 func TestRelay(t *testing.T) {
 	nodeTools(t, "relay-compiler", "relay-runtime")
 	dir := filepath.Join("generated", "relay")

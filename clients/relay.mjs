@@ -1,11 +1,13 @@
 // Runs relay-runtime, with the artifacts relay-compiler made of
 // relay/UserFollowers.js (the README's Relay snippet) in generated/relay,
 // against the server whose /graphql URL is the first argument. The second
-// is JSON as for apollo.mjs. It pages the followers connection forward
-// through the @refetchable query, then follows, unfollows and deletes an
-// account, checking that @prependEdge, @deleteEdge and @deleteRecord keep
-// the store's connection right without a refetch. Prints one line per
-// check; exits 1 at the first that fails.
+// is JSON as for apollo.mjs. It pages the followers connection forward and
+// then, in a store of its own, backward, through the @refetchable query
+// with the variables usePaginationFragment's loadNext and loadPrevious
+// send; then it follows, unfollows and deletes an account, checking that
+// @prependEdge, @deleteEdge and @deleteRecord keep the store's connection
+// right without a refetch. Prints one line per check; exits 1 at the first
+// that fails.
 import assert from "node:assert/strict";
 import { check } from "./check.mjs";
 import { createRequire } from "node:module";
@@ -13,6 +15,7 @@ import { writeFileSync } from "node:fs";
 import {
   Environment, Network, RecordSource, Store, ConnectionHandler,
   fetchQuery, commitMutation, createOperationDescriptor, getSelector,
+  getPaginationMetadata, getPaginationVariables,
 } from "relay-runtime";
 
 const url = process.argv[2];
@@ -34,53 +37,75 @@ async function fetchFn(params, variables) {
   });
   return resp.json();
 }
-const environment = new Environment({ network: Network.create(fetchFn), store: new Store(new RecordSource()) });
+const newEnvironment = () => new Environment({ network: Network.create(fetchFn), store: new Store(new RecordSource()) });
 
 // The fragment as a component would read it from the store.
-function readFragment() {
-  const operation = createOperationDescriptor(paginationQuery, { id: starId, count: 3 });
+function readFragment(environment) {
+  const operation = createOperationDescriptor(paginationQuery, { id: starId });
   environment.retain(operation);
   const ref = environment.lookup(operation.fragment).data.node;
   return environment.lookup(getSelector(fragment, ref)).data;
 }
 const names = (user) => user.followers.edges.map((e) => e.node.name);
 
-// What usePaginationFragment's loadNext does: the next page through the
-// refetch query, which the connection handler appends in the store.
-let cursor = null;
-let pages = 0;
-for (;;) {
-  await fetchQuery(environment, paginationQuery, { id: starId, count: 3, cursor }).toPromise();
-  pages++;
-  const { pageInfo } = readFragment().followers;
-  if (!pageInfo.hasNextPage) break;
-  cursor = pageInfo.endCursor;
+// What usePaginationFragment's loadNext and loadPrevious do: a page
+// through the refetch query, with the variables they send (the other
+// direction's set to null), which the connection handler splices into the
+// store's connection: after its end, or before its start.
+const { paginationMetadata } = getPaginationMetadata(fragment, "UserFollowers");
+async function pageThrough(environment, direction) {
+  const info = () => readFragment(environment).followers.pageInfo;
+  let cursor = null;
+  let pages = 0;
+  for (;;) {
+    const variables = getPaginationVariables(direction, 3, cursor, { id: starId }, {}, paginationMetadata);
+    await fetchQuery(environment, paginationQuery, variables).toPromise();
+    pages++;
+    if (direction === "forward" ? !info().hasNextPage : !info().hasPreviousPage) return pages;
+    cursor = direction === "forward" ? info().endCursor : info().startCursor;
+  }
 }
+
+let before = requests;
+const environment = newEnvironment();
+let pages = await pageThrough(environment, "forward");
 check("pages forward through the @refetchable query (node(id:))", () => {
-  assert.deepEqual(names(readFragment()), followers);
-  assert.equal(requests, pages);
+  assert.deepEqual(names(readFragment(environment)), followers);
+  assert.equal(requests, before + pages);
+});
+
+before = requests;
+const fromTheEnd = newEnvironment();
+pages = await pageThrough(fromTheEnd, "backward");
+check("pages backward from the end, as loadPrevious does", () => {
+  assert.deepEqual(names(readFragment(fromTheEnd)), followers);
+  assert.equal(pages, Math.ceil(followers.length / 3));
+  assert.equal(requests, before + pages);
+  const { pageInfo } = readFragment(fromTheEnd).followers;
+  assert.equal(pageInfo.hasPreviousPage, false);
+  assert.equal(pageInfo.hasNextPage, false);
 });
 
 const connections = [ConnectionHandler.getConnectionID(starId, "UserFollowers_followers")];
-assert.equal(readFragment().followers.__id, connections[0]);
+assert.equal(readFragment(environment).followers.__id, connections[0]);
 function mutate(name, variables) {
   return new Promise((resolve, reject) =>
     commitMutation(environment, { mutation: artifact(name), variables, onCompleted: resolve, onError: reject }));
 }
 
-let before = requests;
+before = requests;
 await mutate("UserFollowersFollowMutation", { userId: starId, connections });
 check("@prependEdge puts the follow at the head of the connection", () => {
-  assert.deepEqual(names(readFragment()), [fan.name, ...followers]);
-  assert.equal(readFragment().followerCount, followers.length + 1);
+  assert.deepEqual(names(readFragment(environment)), [fan.name, ...followers]);
+  assert.equal(readFragment(environment).followerCount, followers.length + 1);
   assert.equal(requests, before + 1, "only the mutation went to the server");
 });
 
 before = requests;
 await mutate("UserFollowersUnfollowMutation", { userId: starId, connections });
 check("@deleteEdge takes the unfollow out of the connection", () => {
-  assert.deepEqual(names(readFragment()), followers);
-  assert.equal(readFragment().followerCount, followers.length);
+  assert.deepEqual(names(readFragment(environment)), followers);
+  assert.equal(readFragment(environment).followerCount, followers.length);
   assert.equal(requests, before + 1, "only the mutation went to the server");
 });
 

@@ -21,16 +21,24 @@ func benchStore(b *testing.B) *Store {
 	return s
 }
 
-func BenchmarkFollowPages50(b *testing.B) {
+func BenchmarkFollowPages50(b *testing.B) { benchmarkFollowPages50(b, PageQuery{First: 10}) }
+
+// The oldest 10 followers of 50 users cost what the newest 10 cost.
+func BenchmarkFollowPages50Backward(b *testing.B) {
+	benchmarkFollowPages50(b, PageQuery{Backward: true, Last: 10})
+}
+
+func benchmarkFollowPages50(b *testing.B, page PageQuery) {
 	s := benchStore(b)
 	ctx := context.Background()
-	users, err := s.ListUsers(ctx, 0, 50)
+	users, err := s.UsersPage(ctx, PageQuery{First: 50})
 	if err != nil {
 		b.Fatal(err)
 	}
-	qs := make([]PageQuery, len(users))
-	for i, u := range users {
-		qs[i] = PageQuery{User: u.ID, First: 10}
+	qs := make([]PageQuery, len(users.Edges))
+	for i, e := range users.Edges {
+		qs[i] = page
+		qs[i].User = e.User.ID
 	}
 	b.ResetTimer()
 	for b.Loop() {
@@ -66,40 +74,53 @@ func mostFollowed(b *testing.B, s *Store) int64 {
 
 func BenchmarkFollowersFirstPage(b *testing.B) {
 	s := benchStore(b)
-	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
 		user int64
 	}{{"typical", typicalUsers(b, s, 1)[0]}, {"most-followed", mostFollowed(b, s)}} {
-		b.Run(tc.name, func(b *testing.B) {
-			for b.Loop() {
-				if _, err := s.FollowPages(ctx, Followers, []PageQuery{{User: tc.user, First: 20}}); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		// The newest 20, and (-oldest) the oldest 20, read backward from
+		// the list's other end.
+		for suffix, q := range map[string]PageQuery{"": {First: 20}, "-oldest": {Backward: true, Last: 20}} {
+			q.User = tc.user
+			b.Run(tc.name+suffix, func(b *testing.B) { benchmarkFollowersPage(b, s, q) })
+		}
 	}
 }
 
 // A page deep down the most followed user's list costs what its first
 // page costs.
 func BenchmarkFollowersDeepPage(b *testing.B) {
+	s, top, deep := deepCursor(b)
+	benchmarkFollowersPage(b, s, PageQuery{User: top, First: 20, After: deep})
+}
+
+// So does the page before that cursor, paging backward.
+func BenchmarkFollowersDeepPageBackward(b *testing.B) {
+	s, top, deep := deepCursor(b)
+	benchmarkFollowersPage(b, s, PageQuery{User: top, Backward: true, Last: 20, Before: deep})
+}
+
+// deepCursor is a cursor 25,000 deep in the most followed user's list (or
+// at its end).
+func deepCursor(b *testing.B) (*Store, int64, Cursor) {
 	s := benchStore(b)
-	ctx := context.Background()
 	top := mostFollowed(b, s)
 	q := PageQuery{User: top, First: 100}
-	for range 250 { // 25,000 deep, or the end of the list
-		p, err := s.FollowPages(ctx, Followers, []PageQuery{q})
+	for range 250 {
+		p, err := s.FollowPages(context.Background(), Followers, []PageQuery{q})
 		if err != nil || !p[0].HasNext {
 			break
 		}
 		last := p[0].Edges[len(p[0].Edges)-1]
 		q.After = Cursor{At: last.At, ID: last.User.ID}
 	}
-	q.First = 20
+	return s, top, q.After
+}
+
+func benchmarkFollowersPage(b *testing.B, s *Store, q PageQuery) {
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := s.FollowPages(ctx, Followers, []PageQuery{q}); err != nil {
+		if _, err := s.FollowPages(context.Background(), Followers, []PageQuery{q}); err != nil {
 			b.Fatal(err)
 		}
 	}

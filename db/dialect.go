@@ -62,17 +62,22 @@ type dialect struct {
 	// The reads whose text differs: ids arrive as one JSON array
 	// parameter, pairs as an array of [follower, followee];
 	// followsExist also reads each follow's settings.
-	usersByID, userByName, listUsers, followsExist, blocksExist, mutualCounts string
+	usersByID, userByName, followsExist, blocksExist, mutualCounts string
+	// listUsers reads a page of Query.users each way (see fillUsers): its
+	// parameters are the lowest and highest id it may hold, and how many
+	// rows.
+	listUsers [2]string
 	// recountIDs applies the count rule to the users of a JSON array of ids.
 	recountIDs string
 
 	// pagesQuery and suggestionsQuery make one statement answering a batch
-	// of per-user queries. Each row's first column is the position of its
-	// query in qs; then, for pages, the entry's CreatedAt and the other
-	// user's columns (userColumns); for suggestions Via and the user.
-	// A page asks for First+1 rows (the extra one tells that another page
-	// follows) and may get more, which the store drops.
-	pagesQuery       func(kind listKind, qs []PageQuery) (string, []any)
+	// of per-user queries, pagesQuery of pages that all go one way. Each
+	// row's first column is the position of its query in qs; then, for
+	// pages, the entry's CreatedAt and the other user's columns
+	// (userColumns); for suggestions Via and the user. A page asks for one
+	// row more than its size (the extra one tells that more follow) and
+	// may get more, which the store drops.
+	pagesQuery       func(kind listKind, way pageWay, qs []PageQuery) (string, []any)
 	suggestionsQuery func(qs []SuggestionQuery) (string, []any)
 
 	// arg converts a parameter to the driver's preferred form.

@@ -188,3 +188,77 @@ func TestTransactionPanicReleasesTheLock(t *testing.T) {
 		t.Errorf("the panicking transaction's user: %v, want ErrNotFound (rolled back)", err)
 	}
 }
+
+// Every dialect's list statements read a page each way as its template
+// says: from the cursor it starts at, up to the one it stops at, in the
+// order of the way, with what it binds; SQL Server's included, which no
+// test here can run.
+func TestListStatementsEachWay(t *testing.T) {
+	at := time.Date(2025, 1, 2, 3, 4, 5, 600, time.UTC)
+	before := Cursor{At: at, ID: 42}
+	after := Cursor{At: at.Add(-time.Hour), ID: 9}
+	pages := [...][]PageQuery{
+		forward:  {{User: 7, First: 4, After: after}},
+		backward: {{User: 7, Backward: true, Last: 4, Before: before}},
+	}
+	for _, c := range []struct {
+		d    *dialect
+		want [2][]string // in the text of each way, in order
+		args [2]string   // each way's parameters, as %v prints them
+	}{
+		{sqliteDialect().finish(), [2][]string{
+			{"WHERE f.FolloweeId = ? AND (f.CreatedAt, f.FollowerId) < (?, ?)\n", "ORDER BY f.CreatedAt DESC, f.FollowerId DESC LIMIT 11)"},
+			{"WHERE f.FolloweeId = ? AND (f.CreatedAt, f.FollowerId) > (?, ?)\n", "ORDER BY f.CreatedAt ASC, f.FollowerId ASC LIMIT 11)"},
+		}, [2]string{
+			"[0 7 2025-01-02 02:04:05.0000006 9]",
+			"[0 7 2025-01-02 03:04:05.0000006 42]",
+		}},
+		{sqlserverDialect().finish(), [2][]string{
+			{"WHERE f.FolloweeId = q.UserId\n",
+				"AND (f.CreatedAt < q.FromAt OR (f.CreatedAt = q.FromAt AND f.FollowerId < q.FromId))\n",
+				"AND (f.CreatedAt > q.ToAt OR (f.CreatedAt = q.ToAt AND f.FollowerId > q.ToId))\n",
+				"ORDER BY f.CreatedAt DESC, f.FollowerId DESC) AS f"},
+			{"WHERE f.FolloweeId = q.UserId\n",
+				"AND (f.CreatedAt > q.FromAt OR (f.CreatedAt = q.FromAt AND f.FollowerId > q.FromId))\n",
+				"AND (f.CreatedAt < q.ToAt OR (f.CreatedAt = q.ToAt AND f.FollowerId < q.ToId))\n",
+				"ORDER BY f.CreatedAt ASC, f.FollowerId ASC) AS f"},
+		}, [2]string{
+			`[[[0,7,5,"2025-01-02T02:04:05.0000006",9,"0001-01-01T00:00:00.0000000",0]]]`,
+			`[[[0,7,5,"2025-01-02T03:04:05.0000006",42,"9999-12-31T23:59:59.9999999",2147483647]]]`,
+		}},
+		{postgresDialect().finish(), [2][]string{
+			{"WHERE f.FolloweeId = q.UserId AND (f.CreatedAt, f.FollowerId) < (q.FromAt, q.FromId)\n",
+				"AND (f.CreatedAt, f.FollowerId) > (q.ToAt, q.ToId)\n",
+				"ORDER BY f.CreatedAt DESC, f.FollowerId DESC\n  LIMIT q.Lim"},
+			{"WHERE f.FolloweeId = q.UserId AND (f.CreatedAt, f.FollowerId) > (q.FromAt, q.FromId)\n",
+				"AND (f.CreatedAt, f.FollowerId) < (q.ToAt, q.ToId)\n",
+				"ORDER BY f.CreatedAt ASC, f.FollowerId ASC\n  LIMIT q.Lim"},
+		}, [2]string{
+			`[[[0,7,5,"2025-01-02T02:04:05.000000Z",9,"0001-01-01T00:00:00.000000Z",0]]]`,
+			`[[[0,7,5,"2025-01-02T03:04:05.000000Z",42,"9999-12-31T23:59:59.999999Z",2147483647]]]`,
+		}},
+	} {
+		for way, qs := range pages {
+			text, args := c.d.pagesQuery(listFollowers, pageWay(way), qs)
+			rest := text
+			for _, want := range c.want[way] {
+				_, after, found := strings.Cut(rest, want)
+				if !found {
+					t.Errorf("%s, way %d: lacks, or has out of order, %q:\n%s", c.d.name, way, want, text)
+					break
+				}
+				rest = after
+			}
+			if got := fmt.Sprint(args); got != c.args[way] {
+				t.Errorf("%s, way %d: binds %s, want %s", c.d.name, way, got, c.args[way])
+			}
+		}
+		// Query.users: by id ascending forward, descending backward,
+		// between two ids.
+		for way, order := range []string{forward: "ORDER BY u.Id ASC", backward: "ORDER BY u.Id DESC"} {
+			if text := c.d.listUsers[way]; !strings.Contains(text, order) || !strings.Contains(text, "u.Id BETWEEN ") {
+				t.Errorf("%s: users, way %d: %s", c.d.name, way, text)
+			}
+		}
+	}
+}

@@ -18,7 +18,7 @@ import (
 // user and other the column holding the user listed; also, if not empty,
 // is a further condition on an entry. Every list is ordered newest first
 // by (CreatedAt, other), which the index on (owner, CreatedAt, other)
-// serves as a seek.
+// serves as a seek either way.
 type listShape struct {
 	table, alias, owner, other, also string
 }
@@ -35,20 +35,61 @@ var listShapes = map[listKind]listShape{
 	listBlocked: {table: "Blocks", alias: "b", owner: "BlockerId", other: "BlockedId"},
 }
 
-// fillLists makes each list's statement from a dialect's template, which
-// names the parts of a list as {table}, {e} (the entry's alias),
-// {owner} and {other}, and has {also} where an entry's further condition
-// goes (with its AND).
-func fillLists(tmpl string) map[listKind]string {
-	out := make(map[listKind]string, len(listShapes))
-	for kind, l := range listShapes {
-		also := ""
-		if l.also != "" {
-			also = " AND " + l.also
+// pageWay is which way a page goes through its list: forward, from its
+// `after` cursor or the list's start, or backward, from its `before`
+// cursor or the list's end.
+type pageWay int
+
+const (
+	forward pageWay = iota
+	backward
+)
+
+// seek is how a statement reads an index for a page: down, from the
+// cursor it starts at toward smaller keys, largest first, or up. A
+// template writes the comparison with the cursor a page starts at as
+// {from}, with the one it stops at as {to}, and the order as {order}.
+type seek struct{ from, to, order string }
+
+var (
+	down = seek{from: "<", to: ">", order: "DESC"}
+	up   = seek{from: ">", to: "<", order: "ASC"}
+)
+
+// listSeeks are how a per-user list, newest first, is read each way:
+// forward down its index, backward up it, so that a backward page costs a
+// forward one's seek; the store puts its rows back in the list's order
+// (see Store.pages).
+var listSeeks = [...]seek{forward: down, backward: up}
+
+func (k seek) fill(tmpl string) string {
+	return strings.NewReplacer("{from}", k.from, "{to}", k.to, "{order}", k.order).Replace(tmpl)
+}
+
+// fillLists makes each list's statement for each way from a dialect's
+// template, which names the parts of a list as {table}, {e} (the entry's
+// alias), {owner} and {other}, has {also} where an entry's further
+// condition goes (with its AND), and {from}, {to} and {order} (see seek).
+func fillLists(tmpl string) [2]map[listKind]string {
+	var out [2]map[listKind]string
+	for way, k := range listSeeks {
+		out[way] = make(map[listKind]string, len(listShapes))
+		for kind, l := range listShapes {
+			also := ""
+			if l.also != "" {
+				also = " AND " + l.also
+			}
+			out[way][kind] = strings.NewReplacer("{table}", l.table, "{e}", l.alias, "{owner}", l.owner, "{other}", l.other, "{also}", also).Replace(k.fill(tmpl))
 		}
-		out[kind] = strings.NewReplacer("{table}", l.table, "{e}", l.alias, "{owner}", l.owner, "{other}", l.other, "{also}", also).Replace(tmpl)
 	}
 	return out
+}
+
+// fillUsers makes Query.users' statement for each way from a dialect's
+// template: the users go by id ascending, so forward reads up the primary
+// key and backward down it (the template writes only {order}).
+func fillUsers(tmpl string) [2]string {
+	return [2]string{forward: up.fill(tmpl), backward: down.fill(tmpl)}
 }
 
 // active is the condition that the Users row aliased u is an active
@@ -119,17 +160,15 @@ func suggestionCandidates(me string, newest func(alias, owner string, n int) str
 
 // jsonPages is a batch of page queries as one JSON parameter, for the
 // dialects that read it as a table: per query, its position, the user,
-// how many rows (First+1: the extra one tells that another page follows),
-// the cursor's time in layout and its id. A first page's cursor is one
-// past the end of every list.
+// how many rows (one more than the page: the extra one tells that more
+// follow), and the cursors it reads from and up to (see PageQuery.ends),
+// each as its time in layout and its id.
 func jsonPages(qs []PageQuery, layout string) string {
-	batch := make([][5]any, len(qs))
+	batch := make([][7]any, len(qs))
 	for i, q := range qs {
-		c := q.After
-		if c.IsZero() {
-			c = endOfList
-		}
-		batch[i] = [5]any{i, q.User, q.First + 1, c.At.UTC().Format(layout), min(c.ID, math.MaxInt32)}
+		from, to := q.ends()
+		batch[i] = [7]any{i, q.User, q.size() + 1,
+			from.At.UTC().Format(layout), min(from.ID, math.MaxInt32), to.At.UTC().Format(layout), min(to.ID, math.MaxInt32)}
 	}
 	b, _ := json.Marshal(batch)
 	return string(b)

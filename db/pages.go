@@ -1,9 +1,11 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -33,12 +35,61 @@ type Cursor struct {
 // IsZero reports whether c is the start of a list.
 func (c Cursor) IsZero() bool { return c.At.IsZero() && c.ID == 0 }
 
-// PageQuery asks for the First entries of one user's list after a cursor.
-// It is comparable, so a request-scoped loader can use it as its key.
+// PageQuery asks for a page of one user's list, as the Relay cursor
+// connections spec pages: of the entries between the cursors After and
+// Before (a zero cursor leaves that end open), the First from the start,
+// or, when Backward, the Last from the end. It is comparable, so a
+// request-scoped loader can use it as its key.
 type PageQuery struct {
-	User  int64
-	After Cursor
-	First int
+	User          int64
+	After, Before Cursor
+	First         int
+	Backward      bool
+	Last          int
+}
+
+// size is how many entries the page asks for.
+func (q PageQuery) size() int {
+	if q.Backward {
+		return q.Last
+	}
+	return q.First
+}
+
+// cursors are the cursors the page gives, in the order it reads them:
+// the one it reads from and the one it reads up to, a forward page from
+// After toward Before, a backward one from Before toward After. A cursor
+// not given is zero.
+func (q PageQuery) cursors() (from, to Cursor) {
+	if q.Backward {
+		return q.Before, q.After
+	}
+	return q.After, q.Before
+}
+
+// ends are cursors, each one not given replaced by the cursor past that
+// end of every list.
+func (q PageQuery) ends() (from, to Cursor) {
+	from, to = q.cursors()
+	start, stop := pastNewest, pastOldest
+	if q.Backward {
+		start, stop = stop, start
+	}
+	if from.IsZero() {
+		from = start
+	}
+	if to.IsZero() {
+		to = stop
+	}
+	return from, to
+}
+
+// way is which way the page reads its list.
+func (q PageQuery) way() pageWay {
+	if q.Backward {
+		return backward
+	}
+	return forward
 }
 
 // Edge is an entry of a follow list: the other user and when the follow
@@ -48,10 +99,23 @@ type Edge struct {
 	At   time.Time
 }
 
-// Page is a slice of a list; HasNext tells whether entries follow it.
+// newestFirst orders edges as every per-user list is: by time, then by
+// the other user's id, both descending, as the keyset index reads them.
+func newestFirst(a, b Edge) int {
+	if c := b.At.Compare(a.At); c != 0 {
+		return c
+	}
+	return cmp.Compare(b.User.ID, a.User.ID)
+}
+
+// Page is a slice of a list, in the list's order. HasNext tells whether
+// entries of the page's range follow it, HasPrevious whether some precede
+// it. A page learns only of the side it reads toward: a forward page's
+// HasPrevious and a backward page's HasNext are false.
 type Page struct {
-	Edges   []Edge
-	HasNext bool
+	Edges       []Edge
+	HasNext     bool
+	HasPrevious bool
 }
 
 // Suggestion is a user followed by Via of the people someone follows.
@@ -76,9 +140,14 @@ const (
 	listBlocked
 )
 
-// endOfList is a cursor past every real entry: pages after a cursor start
-// there when a batch mixes first and later pages.
-var endOfList = Cursor{At: time.Date(9999, 12, 31, 23, 59, 59, 999999900, time.UTC), ID: math.MaxInt32}
+// pastNewest and pastOldest are cursors beyond either end of every list,
+// newer and older than any entry: a page that gives no cursor for an end
+// of its range reads from or up to one of them when its statement
+// compares cursors.
+var (
+	pastNewest = Cursor{At: time.Date(9999, 12, 31, 23, 59, 59, 999999900, time.UTC), ID: math.MaxInt32}
+	pastOldest = Cursor{At: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), ID: 0}
+)
 
 // MaxBatch is the most queries one batch statement answers; loaders must
 // not send more.
@@ -154,34 +223,61 @@ func (s *Store) Suggestions(ctx context.Context, qs []SuggestionQuery) ([][]Sugg
 	return out, nil
 }
 
+// pages answers a batch of page queries of one kind of list. Forward and
+// backward pages read the index in opposite orders, so each way that the
+// batch holds is one statement. A statement may return more rows than a
+// page asks for (see pageBranch), and in no promised order: each page's
+// rows are put in the list's order here and cut to the page's size at the
+// end it was read from, the row past it telling that more follow.
 func (s *Store) pages(ctx context.Context, kind listKind, qs []PageQuery) ([]Page, error) {
 	out := make([]Page, len(qs))
-	if len(qs) == 0 {
-		return out, nil
+	for _, way := range []pageWay{forward, backward} {
+		var batch []PageQuery
+		var at []int // the position in qs of each of batch
+		for i, q := range qs {
+			if q.way() == way {
+				batch = append(batch, q)
+				at = append(at, i)
+			}
+		}
+		if len(batch) == 0 {
+			continue
+		}
+		text, args := s.d.pagesQuery(kind, way, batch)
+		err := s.scanBatch(ctx, text, args,
+			func(rows *rows) error {
+				var k int
+				var e Edge
+				var raw any
+				if err := rows.Scan(append([]any{&k, &raw}, e.User.scanDest()...)...); err != nil {
+					return err
+				}
+				t, err := s.d.scanTime(raw)
+				if err != nil {
+					return err
+				}
+				e.At = t
+				out[at[k]].Edges = append(out[at[k]].Edges, e)
+				return nil
+			})
+		if err != nil {
+			return nil, err
+		}
 	}
-	text, args := s.d.pagesQuery(kind, qs)
-	err := s.scanBatch(ctx, text, args,
-		func(rows *rows) error {
-			var i int
-			var e Edge
-			var raw any
-			if err := rows.Scan(append([]any{&i, &raw}, e.User.scanDest()...)...); err != nil {
-				return err
-			}
-			at, err := s.d.scanTime(raw)
-			if err != nil {
-				return err
-			}
-			e.At = at
-			p := &out[i]
-			if len(p.Edges) == qs[i].First {
-				p.HasNext = true
-				return nil // and rows past first+1, from a LIMIT bucket
-			}
-			p.Edges = append(p.Edges, e)
-			return nil
-		})
-	return out, err
+	for i, q := range qs {
+		p := &out[i]
+		slices.SortFunc(p.Edges, newestFirst)
+		n := q.size()
+		if len(p.Edges) <= n {
+			continue
+		}
+		if q.Backward {
+			p.Edges, p.HasPrevious = p.Edges[len(p.Edges)-n:], true
+		} else {
+			p.Edges, p.HasNext = p.Edges[:n], true
+		}
+	}
+	return out, nil
 }
 
 // scanBatch runs a batch statement and hands each row to scan.

@@ -74,8 +74,8 @@ JOIN Follows AS f ON f.FollowerId = (p.value ->> 0)::integer AND f.FolloweeId = 
 		blocksExist: `SELECT b.BlockerId, b.BlockedId FROM jsonb_array_elements(?::jsonb) AS p
 JOIN Blocks AS b ON b.BlockerId = (p.value ->> 0)::integer AND b.BlockedId = (p.value ->> 1)::integer`,
 		mutualCounts: `SELECT k.id, ` + mutualCount("k.id") + ` FROM (` + postgresIDSet + `) AS k(id)`,
-		pagesQuery: func(kind listKind, qs []PageQuery) (string, []any) {
-			return postgresListTexts[kind], []any{jsonPages(qs, postgresTime)}
+		pagesQuery: func(kind listKind, way pageWay, qs []PageQuery) (string, []any) {
+			return postgresListTexts[way][kind], []any{jsonPages(qs, postgresTime)}
 		},
 		suggestionsQuery: func(qs []SuggestionQuery) (string, []any) {
 			return postgresSuggestionsText, []any{jsonSuggestions(qs)}
@@ -87,20 +87,24 @@ JOIN Blocks AS b ON b.BlockerId = (p.value ->> 0)::integer AND b.BlockedId = (p.
 const postgresIDSet = `SELECT j.value::integer FROM jsonb_array_elements_text(?::jsonb) AS j`
 
 // The list statements: for each query in the JSON batch, LATERAL seeks
-// that user's index range backwards from the cursor, by the row-value
-// comparison the index serves as one range, and stops at the query's own
-// LIMIT. The users are joined inside, so that each query's rows come out
-// in the order of its list. A first page carries a cursor past the end of
+// that user's index range from the cursor the page starts at (backwards
+// for a forward page, forwards for a backward one), by the row-value
+// comparison the index serves as one range, up to the cursor it stops at,
+// and stops at the query's own LIMIT. The users are joined inside, so
+// that each query's rows come out in the order it read them. A page
+// without a cursor for an end of its range carries one past that end of
 // every list.
 var postgresListTexts = fillLists(`SELECT q.k, p.*
 FROM (SELECT (j.value ->> 0)::integer AS k, (j.value ->> 1)::integer AS UserId, (j.value ->> 2)::integer AS Lim,
-             (j.value ->> 3)::timestamptz AS CursorAt, (j.value ->> 4)::integer AS CursorId
+             (j.value ->> 3)::timestamptz AS FromAt, (j.value ->> 4)::integer AS FromId,
+             (j.value ->> 5)::timestamptz AS ToAt, (j.value ->> 6)::integer AS ToId
       FROM jsonb_array_elements(?::jsonb) AS j) AS q
 CROSS JOIN LATERAL (
   SELECT {e}.CreatedAt, ` + userColumns + `
   FROM {table} AS {e} JOIN ` + activeUser("u", "{e}.{other}") + `
-  WHERE {e}.{owner} = q.UserId AND ({e}.CreatedAt, {e}.{other}) < (q.CursorAt, q.CursorId){also}
-  ORDER BY {e}.CreatedAt DESC, {e}.{other} DESC
+  WHERE {e}.{owner} = q.UserId AND ({e}.CreatedAt, {e}.{other}) {from} (q.FromAt, q.FromId)
+    AND ({e}.CreatedAt, {e}.{other}) {to} (q.ToAt, q.ToId){also}
+  ORDER BY {e}.CreatedAt {order}, {e}.{other} {order}
   LIMIT q.Lim) AS p`)
 
 var postgresSuggestionsText = `SELECT q.k, s.*

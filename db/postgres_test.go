@@ -141,20 +141,26 @@ SELECT a, b, now() - make_interval(secs => a * 3 + k) FROM generate_series(1, 30
 		}
 	}
 	later := Cursor{At: time.Now(), ID: 500}
+	earlier := Cursor{At: time.Now().Add(-time.Hour), ID: 500}
 	for _, kind := range []listKind{listFollowers, listFollowing, listMutual} {
 		for _, qs := range [][]PageQuery{
 			{{User: 1, First: 10}, {User: 2, First: 20}},
 			{{User: 1, First: 10, After: later}, {User: 2, First: 50, After: later}},
+			{{User: 1, Backward: true, Last: 10}, {User: 2, Backward: true, Last: 20}},
+			{{User: 1, Backward: true, Last: 10, Before: earlier}, {User: 2, Backward: true, Last: 50, Before: earlier, After: later}},
 		} {
-			text, args := s.d.pagesQuery(kind, qs)
+			way := qs[0].way()
+			text, args := s.d.pagesQuery(kind, way, qs)
 			plan := explain(t, s, text, args)
-			name := fmt.Sprintf("list %d with cursor %v", kind, !qs[0].After.IsZero())
+			name := fmt.Sprintf("list %d way %d with cursor %v", kind, way, !qs[0].After.IsZero() || !qs[0].Before.IsZero())
 			if strings.Contains(plan, `Seq Scan on "Follows"`) || strings.Contains(plan, `Bitmap Heap Scan on "Follows" f `) {
 				t.Errorf("%s scans the follow table:\n%s", name, plan)
 			}
-			seek := regexpSeek.FindString(plan)
+			// A forward page reads the index down from its cursor, a
+			// backward page up: the same seek, from the other end.
+			seek := regexpSeek[way].FindString(plan)
 			if seek == "" {
-				t.Errorf("%s does not read its keyset index backwards:\n%s", name, plan)
+				t.Errorf("%s does not read its keyset index %s:\n%s", name, []string{"backwards", "forwards"}[way], plan)
 			}
 			if !strings.Contains(plan, `ROW("CreatedAt", "Follo`) {
 				t.Errorf("%s does not seek by its cursor:\n%s", name, plan)
@@ -162,6 +168,17 @@ SELECT a, b, now() - make_interval(secs => a * 3 + k) FROM generate_series(1, 30
 			if !strings.Contains(plan, "Limit") {
 				t.Errorf("%s does not stop at its LIMIT:\n%s", name, plan)
 			}
+			if strings.Contains(plan, "Sort") {
+				t.Errorf("%s sorts rather than reading the index in order:\n%s", name, plan)
+			}
+		}
+	}
+	// Query.users reads its range of the primary key, in order, either way.
+	for way, text := range s.d.listUsers {
+		plan := explain(t, s, text, []any{1, 2000, 11})
+		if !regexp.MustCompile(`Index Scan (Backward )?using "PK_Users" on "Users" u`).MatchString(plan) ||
+			strings.Contains(plan, "Backward") != (way == int(backward)) || strings.Contains(plan, "Sort") {
+			t.Errorf("users, way %d, does not read the primary key in its order:\n%s", way, plan)
 		}
 	}
 	text, args := s.d.suggestionsQuery([]SuggestionQuery{{User: 1, First: 10}, {User: 2, First: 10}})
@@ -170,7 +187,11 @@ SELECT a, b, now() - make_interval(secs => a * 3 + k) FROM generate_series(1, 30
 	}
 }
 
-var regexpSeek = regexp.MustCompile(`Index (Only )?Scan Backward using "IX_Follows_\w+_CreatedAt_\w+" on "Follows" f`)
+// regexpSeek is the seek of a forward page's plan, then a backward page's.
+var regexpSeek = [...]*regexp.Regexp{
+	forward:  regexp.MustCompile(`Index (Only )?Scan Backward using "IX_Follows_\w+_CreatedAt_\w+" on "Follows" f`),
+	backward: regexp.MustCompile(`Index (Only )?Scan using "IX_Follows_\w+_CreatedAt_\w+" on "Follows" f`),
+}
 
 func explain(t *testing.T, s *Store, text string, args []any) string {
 	t.Helper()

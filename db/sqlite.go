@@ -92,13 +92,13 @@ JOIN Blocks AS b ON b.BlockerId = p.value ->> 0 AND b.BlockedId = p.value ->> 1`
 		bulkSetup: []string{`PRAGMA foreign_keys = OFF`, `PRAGMA cache_size = -65536`, `PRAGMA temp_store = MEMORY`},
 		bulkReset: []string{`PRAGMA foreign_keys = ON`, `PRAGMA cache_size = -2000`, `PRAGMA temp_store = DEFAULT`},
 	}
-	d.pagesQuery = func(kind listKind, qs []PageQuery) (string, []any) { return sqlitePages(d, kind, qs) }
+	d.pagesQuery = func(kind listKind, way pageWay, qs []PageQuery) (string, []any) { return sqlitePages(d, kind, way, qs) }
 	d.suggestionsQuery = sqliteSuggestions
 	return d
 }
 
-// listUsersLimit is ListUsers' statement where LIMIT is the way to say it.
-var listUsersLimit = `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id > ? AND ` + active("u") + ` ORDER BY u.Id LIMIT ?`
+// listUsersLimit is UsersPage's statement where LIMIT is the way to say it.
+var listUsersLimit = fillUsers(`SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id BETWEEN ? AND ? AND ` + active("u") + ` ORDER BY u.Id {order} LIMIT ?`)
 
 func parseSQLiteTime(s string) (time.Time, error) {
 	// Rows written by other programs may carry fewer fractional digits or
@@ -148,8 +148,10 @@ func classifySQLite(err error) error {
 // the cost does not grow with the size of a popular user's list. Each
 // branch's first column is the position of its query in the batch.
 //
-// A branch compares a cursor only for pages after the first; see
-// pageBranch for how its LIMIT is written.
+// A branch compares the cursors its page gives, and only those; see
+// pageBranch for how its LIMIT is written. A backward page's branch reads
+// the index up from its cursor (see listSeeks), as cheaply as a forward
+// page's reads it down.
 //
 // Lists leave out deactivated users. They read only what the keyset index
 // covers (a follow's settings are looked up apart, for the viewer's own
@@ -158,8 +160,8 @@ func classifySQLite(err error) error {
 var sqliteListBranches = fillLists(`SELECT * FROM (
   SELECT ? AS k, {e}.CreatedAt, ` + userColumns + `
   FROM {table} AS {e} JOIN ` + activeUser("u", "{e}.{other}") + `
-  WHERE {e}.{owner} = ? /*after*/AND ({e}.CreatedAt, {e}.{other}) < (?, ?)/*end*/{also}
-  ORDER BY {e}.CreatedAt DESC, {e}.{other} DESC LIMIT /*limit*/)`)
+  WHERE {e}.{owner} = ?/*from*/ AND ({e}.CreatedAt, {e}.{other}) {from} (?, ?)/*end*//*to*/ AND ({e}.CreatedAt, {e}.{other}) {to} (?, ?)/*end*/{also}
+  ORDER BY {e}.CreatedAt {order}, {e}.{other} {order} LIMIT /*limit*/)`)
 
 // suggestionsBranch is one user's suggestions: the candidates (see
 // suggestionCandidates) that are active, most followed first.
@@ -188,19 +190,30 @@ func sqliteNewestFollows(alias, owner string, n int) string {
 // smallest that holds first+1 rows, the extra rows dropped in Go.
 var limitBuckets = []int{11, 21, 51, 101}
 
-// pageBranch makes a list branch's text. A first page compares no cursor
-// and binds its LIMIT. A later page compares the cursor and has its LIMIT
-// written in as one of limitBuckets (our constant, never a client's value):
-// SQLite re-prepares, on every run, a statement whose bound LIMIT meets a
-// bound range on an index, which for fifty branches tripled its cost
-// (measured: 2.9 ms against 0.9 ms).
-func pageBranch(tmpl string, after bool, limit int) string {
-	head, rest, _ := strings.Cut(tmpl, "/*after*/")
-	cond, tail, _ := strings.Cut(rest, "/*end*/")
-	if !after {
-		return head + strings.Replace(tail, "/*limit*/", "?", 1)
+// pageBranch makes a list branch's text, comparing the cursor a page
+// starts at (from), the one it stops at (to), both or neither. A branch
+// that compares none binds its LIMIT. One that compares a cursor has its
+// LIMIT written in as one of limitBuckets (our constant, never a client's
+// value): SQLite re-prepares, on every run, a statement whose bound LIMIT
+// meets a bound range on an index, which for fifty branches tripled its
+// cost (measured: 2.9 ms against 0.9 ms).
+func pageBranch(tmpl string, from, to bool, limit int) string {
+	t := section(section(tmpl, "from", from), "to", to)
+	if !from && !to {
+		return strings.Replace(t, "/*limit*/", "?", 1)
 	}
-	return head + cond + strings.Replace(tail, "/*limit*/", strconv.Itoa(limit), 1)
+	return strings.Replace(t, "/*limit*/", strconv.Itoa(limit), 1)
+}
+
+// section keeps, or cuts out, the text of tmpl between /*name*/ and the
+// /*end*/ after it.
+func section(tmpl, name string, keep bool) string {
+	head, rest, _ := strings.Cut(tmpl, "/*"+name+"*/")
+	body, tail, _ := strings.Cut(rest, "/*end*/")
+	if keep {
+		return head + body + tail
+	}
+	return head + tail
 }
 
 // setAsideFollowIndexes drops the follow table's secondary indexes and
@@ -284,40 +297,44 @@ WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'Users')`, last); e
 	return err
 }
 
-// sqlitePages answers a batch of page queries with one UNION ALL statement
-// of per-user branches (see pageBranch), padded to a batch size.
-func sqlitePages(d *dialect, kind listKind, qs []PageQuery) (string, []any) {
-	tmpl := sqliteListBranches[kind]
-	// A batch is all first pages, or else every branch compares a cursor,
-	// a first page's being one past the end of its list.
-	after, limit := false, 0
+// sqlitePages answers a batch of page queries that go one way with one
+// UNION ALL statement of per-user branches (see pageBranch), padded to a
+// batch size.
+func sqlitePages(d *dialect, kind listKind, way pageWay, qs []PageQuery) (string, []any) {
+	// Every branch compares a cursor at an end of its range when any page
+	// of the batch gives one there, a page that gives none comparing the
+	// one past that end of its list; and then the LIMIT is written in.
+	from, to, limit := false, false, 0
 	for _, q := range qs {
-		after = after || !q.After.IsZero()
-		limit = max(limit, q.First+1)
+		f, t := q.cursors()
+		from = from || !f.IsZero()
+		to = to || !t.IsZero()
+		limit = max(limit, q.size()+1)
 	}
-	args := func(i int) []any {
-		q := qs[i]
-		return []any{i, q.User, q.First + 1}
-	}
-	pad := []any{-1, 0, 0}
-	if after {
+	if from || to {
 		for _, b := range limitBuckets {
 			if b >= limit {
 				limit = b
 				break
 			}
 		}
-		end := d.timeArg(endOfList.At)
-		args = func(i int) []any {
-			q := qs[i]
-			if q.After.IsZero() {
-				return []any{i, q.User, end, endOfList.ID}
-			}
-			return []any{i, q.User, d.timeArg(q.After.At), q.After.ID}
-		}
-		pad = []any{-1, 0, end, 0}
 	}
-	return unionBatch(pageBranch(tmpl, after, limit), len(qs), args, pad)
+	args := func(k int, q PageQuery) []any {
+		a := []any{k, q.User}
+		f, t := q.ends()
+		if from {
+			a = append(a, d.timeArg(f.At), f.ID)
+		}
+		if to {
+			a = append(a, d.timeArg(t.At), t.ID)
+		}
+		if !from && !to {
+			a = append(a, q.size()+1)
+		}
+		return a
+	}
+	return unionBatch(pageBranch(sqliteListBranches[way][kind], from, to, limit), len(qs),
+		func(i int) []any { return args(i, qs[i]) }, args(-1, PageQuery{}))
 }
 
 func sqliteSuggestions(qs []SuggestionQuery) (string, []any) {

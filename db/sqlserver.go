@@ -58,7 +58,7 @@ SELECT CreatedAt FROM @t;`,
 		insertUser: `INSERT INTO Users (Name, SecurityStamp) OUTPUT INSERTED.Id VALUES (?, ?)`,
 		idSet:      `SELECT CAST(value AS int) FROM OPENJSON(?)`,
 		userByName: `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Name = ?`,
-		listUsers:  `SELECT TOP (@p2) ` + userColumns + ` FROM Users AS u WHERE u.Id > @p1 AND ` + active("u") + ` ORDER BY u.Id`,
+		listUsers:  fillUsers(`SELECT TOP (@p3) ` + userColumns + ` FROM Users AS u WHERE u.Id BETWEEN @p1 AND @p2 AND ` + active("u") + ` ORDER BY u.Id {order}`),
 		followsExist: `SELECT f.FollowerId, f.FolloweeId, f.Muted, f.NotificationsEnabled FROM OPENJSON(?) WITH (a int '$[0]', b int '$[1]') AS p
 JOIN Follows AS f ON f.FollowerId = p.a AND f.FolloweeId = p.b`,
 		blocksExist: `SELECT b.BlockerId, b.BlockedId FROM OPENJSON(?) WITH (a int '$[0]', b int '$[1]') AS p
@@ -80,15 +80,20 @@ WHERE c.object_id = OBJECT_ID('Users') AND c.name = 'Id'`, nil, &last)
 }
 
 // The list statements: for each query in the JSON batch, CROSS APPLY seeks
-// that user's index range and stops at TOP (Lim). SQL Server has no
-// row-value comparison; the OR form below still seeks the index. A first
-// page carries a cursor past the end of every list.
+// that user's index range from the cursor the page starts at (down for a
+// forward page, up for a backward one) up to the cursor it stops at, and
+// stops at TOP (Lim). SQL Server has no row-value comparison; the OR form
+// below still seeks the index. A page without a cursor for an end of its
+// range carries one past that end of every list.
 var sqlserverListTexts = fillLists(`SELECT q.k, {e}.CreatedAt, ` + userColumns + `
-FROM OPENJSON(?) WITH (k int '$[0]', UserId int '$[1]', Lim int '$[2]', At datetime2(7) '$[3]', AfterId int '$[4]') AS q
+FROM OPENJSON(?) WITH (k int '$[0]', UserId int '$[1]', Lim int '$[2]',
+                       FromAt datetime2(7) '$[3]', FromId int '$[4]', ToAt datetime2(7) '$[5]', ToId int '$[6]') AS q
 CROSS APPLY (SELECT TOP (q.Lim) {e}.{other} AS Other, {e}.CreatedAt
              FROM {table} AS {e} JOIN ` + activeUser("a", "{e}.{other}") + `
-             WHERE {e}.{owner} = q.UserId AND ({e}.CreatedAt < q.At OR ({e}.CreatedAt = q.At AND {e}.{other} < q.AfterId)){also}
-             ORDER BY {e}.CreatedAt DESC, {e}.{other} DESC) AS {e}
+             WHERE {e}.{owner} = q.UserId
+               AND ({e}.CreatedAt {from} q.FromAt OR ({e}.CreatedAt = q.FromAt AND {e}.{other} {from} q.FromId))
+               AND ({e}.CreatedAt {to} q.ToAt OR ({e}.CreatedAt = q.ToAt AND {e}.{other} {to} q.ToId)){also}
+             ORDER BY {e}.CreatedAt {order}, {e}.{other} {order}) AS {e}
 JOIN Users AS u ON u.Id = {e}.Other`)
 
 var sqlserverSuggestionsText = `SELECT q.k, s.Via, ` + userColumns + `
@@ -108,8 +113,8 @@ func sqlserverNewestFollows(alias, owner string, n int) string {
 // sqlserverTime is how a datetime2(7) travels inside OPENJSON.
 const sqlserverTime = "2006-01-02T15:04:05.0000000"
 
-func sqlserverPages(kind listKind, qs []PageQuery) (string, []any) {
-	return sqlserverListTexts[kind], []any{jsonPages(qs, sqlserverTime)}
+func sqlserverPages(kind listKind, way pageWay, qs []PageQuery) (string, []any) {
+	return sqlserverListTexts[way][kind], []any{jsonPages(qs, sqlserverTime)}
 }
 
 func sqlserverSuggestions(qs []SuggestionQuery) (string, []any) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -43,6 +44,10 @@ func TestStore(t *testing.T) {
 		"ConcurrentFollowsOfOnePair":      testConcurrentFollowsOfOnePair,
 		"CreateUserNameTaken":             testCreateUserNameTaken,
 		"PagingNewestFirst":               testPagingNewestFirst,
+		"PagingBothWays":                  testPagingBothWays,
+		"PagingBetweenCursors":            testPagingBetweenCursors,
+		"BatchMixesWays":                  testBatchMixesWays,
+		"UsersPageBothWays":               testUsersPageBothWays,
 		"BatchMatchesSingleQueries":       testBatchMatchesSingleQueries,
 		"CountsStayExact":                 testCountsStayExact,
 		"BlocksAndDeactivation":           testBlocksAndDeactivation,
@@ -413,65 +418,72 @@ func testBatchMatchesSingleQueries(t *testing.T, open opener) {
 	e := first[0].Edges[0]
 	qs = append(qs, PageQuery{User: ids["bob"], After: Cursor{At: e.At, ID: e.User.ID}, First: 5})
 
-	batch, err := s.FollowPages(ctx, Following, qs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, q := range qs {
-		one, err := s.FollowPages(ctx, Following, []PageQuery{q})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if fmt.Sprint(one[0]) != fmt.Sprint(batch[i]) {
-			t.Errorf("query %+v: batch gave %v, alone %v", q, batch[i], one[0])
-		}
-	}
+	batch := followingAsAlone(t, s, qs)
 	if got := names(batch[len(qs)-1].Edges); !slices.Equal(got, []string{"alice"}) {
 		t.Errorf("bob's following after %s = %v, want [alice]", e.User.Name, got)
 	}
 }
 
-// The list statements seek each user's index range: none may scan the
-// follow table, or a popular account would cost in proportion to its size.
+// The list statements seek each user's index range, each way: none may
+// scan the follow table, or a popular account would cost in proportion to
+// its size, and a backward page reads the index up from its cursor as a
+// forward page reads it down.
 func TestListStatementsSeekTheIndex(t *testing.T) {
 	s := openTestStore(t)
-	for name, q := range map[string]string{
-		"followers":       pageBranch(sqliteListBranches[listFollowers], false, 0),
-		"followers after": pageBranch(sqliteListBranches[listFollowers], true, 21),
-		"following":       pageBranch(sqliteListBranches[listFollowing], false, 0),
-		"following after": pageBranch(sqliteListBranches[listFollowing], true, 21),
-		"mutual":          pageBranch(sqliteListBranches[listMutual], false, 0),
-		"mutual after":    pageBranch(sqliteListBranches[listMutual], true, 21),
-		"suggestions":     suggestionsBranch,
-	} {
-		args := []any{0, 1, 2}
-		if strings.HasSuffix(name, "after") {
-			args = []any{0, 1, "x", 2}
+	type statement struct {
+		text     string
+		way      pageWay
+		from, to bool // compares the cursor it reads from, and up to
+	}
+	statements := map[string]statement{}
+	for way, wayName := range []string{forward: "", backward: "backward "} {
+		for kind, kindName := range map[listKind]string{listFollowers: "followers", listFollowing: "following", listMutual: "mutual"} {
+			for _, st := range []statement{{}, {from: true}, {to: true}, {from: true, to: true}} {
+				st.way = pageWay(way)
+				st.text = pageBranch(sqliteListBranches[way][kind], st.from, st.to, 21)
+				statements[fmt.Sprintf("%s%s from %v to %v", wayName, kindName, st.from, st.to)] = st
+			}
 		}
-		rows, err := s.db.Query("EXPLAIN QUERY PLAN "+q, args...)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
+	}
+	statements["suggestions"] = statement{text: suggestionsBranch}
+	for name, st := range statements {
+		args := []any{0, 1}
+		for _, cursor := range []bool{st.from, st.to} {
+			if cursor {
+				args = append(args, "x", 2)
+			}
 		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			rows.Scan(&id, &parent, &unused, &detail)
-			plan = append(plan, detail)
+		if !st.from && !st.to {
+			args = append(args, 2)
 		}
-		rows.Close()
+		plan := queryPlan(t, s, st.text, args...)
 		for _, step := range plan {
 			if strings.HasPrefix(step, "SCAN f") || strings.HasPrefix(step, "SCAN Follows") {
 				t.Errorf("%s scans the follow table: %v", name, plan)
 			}
 		}
+		if name == "suggestions" {
+			continue
+		}
 		// Covering: a table lookup per row made fifty first pages four
 		// times slower.
-		if name != "suggestions" && !strings.Contains(plan[0], "USING COVERING INDEX IX_Follows_") {
+		if !strings.Contains(plan[0], "USING COVERING INDEX IX_Follows_") {
 			t.Errorf("%s does not read only its covering index: %v", name, plan)
 		}
-		if strings.HasSuffix(name, "after") && !strings.Contains(plan[0], "(CreatedAt,Follo") {
-			t.Errorf("%s does not seek by its cursor: %v", name, plan)
+		// Either way the index hands the rows over in the page's order,
+		// so the LIMIT stops the seek; a sort would read the whole range.
+		if strings.Contains(strings.Join(plan, "\n"), "TEMP B-TREE") {
+			t.Errorf("%s sorts its rows rather than reading the index in order: %v", name, plan)
+		}
+		// Each cursor it compares bounds the seek on the index.
+		k := listSeeks[st.way]
+		for _, c := range []struct {
+			given bool
+			cmp   string
+		}{{st.from, k.from}, {st.to, k.to}} {
+			if bound := `,Follo\w+\)` + c.cmp + `\(\?,\?\)`; c.given && !regexp.MustCompile(bound).MatchString(plan[0]) {
+				t.Errorf("%s does not seek by its cursor (%s): %v", name, bound, plan)
+			}
 		}
 		// The bound on suggestions' work is a range on each follow list's
 		// index, from its n-th newest follow on (see SuggestionVia).
@@ -482,6 +494,31 @@ func TestListStatementsSeekTheIndex(t *testing.T) {
 			}
 		}
 	}
+	// Query.users reads its ids' range of the primary key, in order, either
+	// way.
+	for way, text := range s.d.listUsers {
+		if plan := queryPlan(t, s, text, 1, 100, 11); len(plan) != 1 || plan[0] != "SEARCH u USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)" {
+			t.Errorf("users, way %d: %v, want one seek of the primary key in order", way, plan)
+		}
+	}
+}
+
+// queryPlan is the steps of SQLite's plan of a statement.
+func queryPlan(t *testing.T, s *Store, text string, args ...any) []string {
+	t.Helper()
+	rows, err := s.db.Query("EXPLAIN QUERY PLAN "+text, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", text, err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		rows.Scan(&id, &parent, &unused, &detail)
+		plan = append(plan, detail)
+	}
+	return plan
 }
 
 // Every way of changing follows keeps the counts on Users equal to a

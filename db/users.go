@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 )
 
@@ -125,18 +127,44 @@ func (s *Store) UserByName(ctx context.Context, name string) (User, error) {
 	return u, nil
 }
 
-// ListUsers returns up to limit active users with ids above afterID, by id.
-func (s *Store) ListUsers(ctx context.Context, afterID int64, limit int) ([]User, error) {
-	rows, err := s.read().query(ctx,
-		s.d.listUsers, afterID, limit)
+// UsersPage returns a page of the active users, by id ascending. Its
+// cursors' ids bound the range; their times are not read.
+func (s *Store) UsersPage(ctx context.Context, q PageQuery) (Page, error) {
+	// The ids between the cursors', within those of the model's int Id
+	// (which every dialect's column holds, and PostgreSQL types its
+	// parameters by).
+	low, high := int64(1), int64(math.MaxInt32)
+	if !q.After.IsZero() {
+		low = max(low, min(q.After.ID, high)+1)
+	}
+	if !q.Before.IsZero() {
+		high = min(high, q.Before.ID-1)
+	}
+	if low > high {
+		return Page{}, nil
+	}
+	rows, err := s.read().query(ctx, s.d.listUsers[q.way()], low, high, q.size()+1)
 	if err != nil {
-		return nil, fmt.Errorf("list users: %w", err)
+		return Page{}, fmt.Errorf("list users: %w", err)
 	}
 	users, err := scanUsers(rows)
 	if err != nil {
-		return nil, fmt.Errorf("list users: %w", err)
+		return Page{}, fmt.Errorf("list users: %w", err)
 	}
-	return users, nil
+	// The row past the page tells that more follow on the side it read
+	// toward; a backward page read its rows from the end.
+	var p Page
+	if len(users) > q.size() {
+		users = users[:q.size()]
+		p.HasNext, p.HasPrevious = !q.Backward, q.Backward
+	}
+	if q.Backward {
+		slices.Reverse(users)
+	}
+	for _, u := range users {
+		p.Edges = append(p.Edges, Edge{User: u})
+	}
+	return p, nil
 }
 
 // CountUsers returns how many active users there are.

@@ -112,7 +112,7 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int, id string) int
 		Nodes  func(childComplexity int, ids []string) int
 		User   func(childComplexity int, id *string, name *string) int
-		Users  func(childComplexity int, first *int, after *string) int
+		Users  func(childComplexity int, first *int, after *string, last *int, before *string) int
 		Viewer func(childComplexity int) int
 	}
 
@@ -134,15 +134,15 @@ type ComplexityRoot struct {
 	}
 
 	User struct {
-		Blocked        func(childComplexity int, first *int, after *string) int
+		Blocked        func(childComplexity int, first *int, after *string, last *int, before *string) int
 		BlocksViewer   func(childComplexity int) int
 		FollowerCount  func(childComplexity int) int
-		Followers      func(childComplexity int, first *int, after *string) int
-		Following      func(childComplexity int, first *int, after *string) int
+		Followers      func(childComplexity int, first *int, after *string, last *int, before *string) int
+		Following      func(childComplexity int, first *int, after *string, last *int, before *string) int
 		FollowingCount func(childComplexity int) int
 		FollowsViewer  func(childComplexity int) int
 		ID             func(childComplexity int) int
-		MutualFollows  func(childComplexity int, first *int, after *string) int
+		MutualFollows  func(childComplexity int, first *int, after *string, last *int, before *string) int
 		Name           func(childComplexity int) int
 		Suggestions    func(childComplexity int, first *int) int
 		ViewerBlocks   func(childComplexity int) int
@@ -183,7 +183,7 @@ type MutationResolver interface {
 }
 type QueryResolver interface {
 	User(ctx context.Context, id *string, name *string) (*db.User, error)
-	Users(ctx context.Context, first *int, after *string) (*model.UserConnection, error)
+	Users(ctx context.Context, first *int, after *string, last *int, before *string) (*model.UserConnection, error)
 	Viewer(ctx context.Context) (*db.User, error)
 	Node(ctx context.Context, id string) (model.Node, error)
 	Nodes(ctx context.Context, ids []string) ([]model.Node, error)
@@ -191,15 +191,15 @@ type QueryResolver interface {
 type UserResolver interface {
 	ID(ctx context.Context, obj *db.User) (string, error)
 
-	Followers(ctx context.Context, obj *db.User, first *int, after *string) (*model.FollowConnection, error)
-	Following(ctx context.Context, obj *db.User, first *int, after *string) (*model.FollowConnection, error)
-	MutualFollows(ctx context.Context, obj *db.User, first *int, after *string) (*model.UserConnection, error)
+	Followers(ctx context.Context, obj *db.User, first *int, after *string, last *int, before *string) (*model.FollowConnection, error)
+	Following(ctx context.Context, obj *db.User, first *int, after *string, last *int, before *string) (*model.FollowConnection, error)
+	MutualFollows(ctx context.Context, obj *db.User, first *int, after *string, last *int, before *string) (*model.UserConnection, error)
 	Suggestions(ctx context.Context, obj *db.User, first *int) ([]*model.Suggestion, error)
 	ViewerFollows(ctx context.Context, obj *db.User) (bool, error)
 	FollowsViewer(ctx context.Context, obj *db.User) (bool, error)
 	ViewerBlocks(ctx context.Context, obj *db.User) (bool, error)
 	BlocksViewer(ctx context.Context, obj *db.User) (bool, error)
-	Blocked(ctx context.Context, obj *db.User, first *int, after *string) (*model.UserConnection, error)
+	Blocked(ctx context.Context, obj *db.User, first *int, after *string, last *int, before *string) (*model.UserConnection, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -547,7 +547,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Users(childComplexity, args["first"].(*int), args["after"].(*string)), true
+		return e.ComplexityRoot.Query.Users(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string)), true
 	case "Query.viewer":
 		if e.ComplexityRoot.Query.Viewer == nil {
 			break
@@ -616,7 +616,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.User.Blocked(childComplexity, args["first"].(*int), args["after"].(*string)), true
+		return e.ComplexityRoot.User.Blocked(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string)), true
 	case "User.blocksViewer":
 		if e.ComplexityRoot.User.BlocksViewer == nil {
 			break
@@ -639,7 +639,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.User.Followers(childComplexity, args["first"].(*int), args["after"].(*string)), true
+		return e.ComplexityRoot.User.Followers(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string)), true
 	case "User.following":
 		if e.ComplexityRoot.User.Following == nil {
 			break
@@ -650,7 +650,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.User.Following(childComplexity, args["first"].(*int), args["after"].(*string)), true
+		return e.ComplexityRoot.User.Following(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string)), true
 	case "User.followingCount":
 		if e.ComplexityRoot.User.FollowingCount == nil {
 			break
@@ -679,7 +679,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.User.MutualFollows(childComplexity, args["first"].(*int), args["after"].(*string)), true
+		return e.ComplexityRoot.User.MutualFollows(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string)), true
 	case "User.name":
 		if e.ComplexityRoot.User.Name == nil {
 			break
@@ -1356,6 +1356,22 @@ func (ec *executionContext) field_Query_users_args(ctx context.Context, rawArgs 
 		return nil, err
 	}
 	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
 	return args, nil
 }
 
@@ -1378,6 +1394,22 @@ func (ec *executionContext) field_User_blocked_args(ctx context.Context, rawArgs
 		return nil, err
 	}
 	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
 	return args, nil
 }
 
@@ -1400,6 +1432,22 @@ func (ec *executionContext) field_User_followers_args(ctx context.Context, rawAr
 		return nil, err
 	}
 	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
 	return args, nil
 }
 
@@ -1422,6 +1470,22 @@ func (ec *executionContext) field_User_following_args(ctx context.Context, rawAr
 		return nil, err
 	}
 	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
 	return args, nil
 }
 
@@ -1444,6 +1508,22 @@ func (ec *executionContext) field_User_mutualFollows_args(ctx context.Context, r
 		return nil, err
 	}
 	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
 	return args, nil
 }
 
@@ -2782,7 +2862,7 @@ func (ec *executionContext) _Query_users(ctx context.Context, field graphql.Coll
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Users(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string))
+			return ec.Resolvers.Query().Users(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.UserConnection) graphql.Marshaler {
@@ -3325,7 +3405,7 @@ func (ec *executionContext) _User_followers(ctx context.Context, field graphql.C
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.User().Followers(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+			return ec.Resolvers.User().Followers(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.FollowConnection) graphql.Marshaler {
@@ -3369,7 +3449,7 @@ func (ec *executionContext) _User_following(ctx context.Context, field graphql.C
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.User().Following(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+			return ec.Resolvers.User().Following(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.FollowConnection) graphql.Marshaler {
@@ -3413,7 +3493,7 @@ func (ec *executionContext) _User_mutualFollows(ctx context.Context, field graph
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.User().MutualFollows(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+			return ec.Resolvers.User().MutualFollows(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.UserConnection) graphql.Marshaler {
@@ -3593,7 +3673,7 @@ func (ec *executionContext) _User_blocked(ctx context.Context, field graphql.Col
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.User().Blocked(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+			return ec.Resolvers.User().Blocked(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.UserConnection) graphql.Marshaler {

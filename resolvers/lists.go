@@ -11,8 +11,8 @@ import (
 )
 
 // The list fields of the schema, one row each. A row says where the schema
-// has the field, the default of its `first` argument (the schema writes it
-// too, and a test holds the two equal), the list its cursors name, the name
+// has the field, its page size when the query gives none (the field's
+// description says it, and a test holds the two equal), the list its cursors name, the name
 // of the loader that batches its pages, where gqlgen finds its price, and
 // the store method that answers it: batch for many users' pages at once,
 // through the request's loader, or read for one page straight from the
@@ -53,7 +53,7 @@ var (
 	usersList = row(&listRow[db.Page]{listField: listField{
 		object: "Query", field: "users", first: 20, cursor: model.ListUsers,
 		cost: func(c *graph.ComplexityRoot, p listCost) { c.Query.Users = p.connection },
-	}, read: usersPage})
+	}, read: (*db.Store).UsersPage})
 )
 
 // maxFirst bounds every page: no client can ask for a whole popular list.
@@ -69,7 +69,7 @@ const suggestionsWork = db.SuggestionVia * db.SuggestionsPerVia / 10
 // listField is what the table says of a list field, whatever its items.
 type listField struct {
 	object, field string     // where the schema has it: "User", "followers"
-	first         int        // the default of its `first` argument
+	first         int        // the page size when neither `first` nor `last` is given
 	cursor        model.List // the list its cursors name; "" when it has none
 	loader        string     // its loader's name in metrics; "" when it has none
 	// work is what a call costs besides its items, for a list whose
@@ -135,22 +135,51 @@ func (l *listRow[V]) fetch(ctx context.Context, r *Resolver, q db.PageQuery) (V,
 	return l.pages(r.loadersFor(ctx)).Load(ctx, q)
 }
 
-// args checks first and after and returns the page of user's list they ask
-// for.
-func (f *listField) args(ctx context.Context, user int64, first *int, after *string) (db.PageQuery, error) {
-	q := db.PageQuery{User: user, First: f.first}
-	if first != nil {
-		q.First = *first
+// paging is a list field's paging arguments, each nil when not given.
+type paging struct {
+	first, last   *int
+	after, before *string
+}
+
+// args checks a list field's paging arguments and returns the page of
+// user's list they ask for. Given `last`, or `before` without `first`, the
+// page goes backward, from the end of its range; else forward, from its
+// start. The row's default size applies to whichever way is asked.
+func (f *listField) args(ctx context.Context, user int64, p paging) (db.PageQuery, error) {
+	q := db.PageQuery{User: user}
+	if p.first != nil && p.last != nil {
+		return q, badArg(ctx, "last", "give first or last, not both, as the Relay cursor connections spec advises")
 	}
-	if q.First < 0 || q.First > maxFirst {
-		return q, badArg(ctx, "first", "must be between 0 and %d, not %d", maxFirst, q.First)
+	q.Backward = p.last != nil || p.before != nil && p.first == nil
+	name, size := "first", p.first
+	if q.Backward {
+		name, size = "last", p.last
 	}
-	if after != nil {
-		c, err := model.DecodeCursor(f.cursor, *after)
-		if err != nil {
-			return q, badArg(ctx, "after", "not a cursor of this %s list", f.cursor)
+	n := f.first
+	if size != nil {
+		n = *size
+	}
+	if n < 0 || n > maxFirst {
+		return q, badArg(ctx, name, "must be between 0 and %d, not %d", maxFirst, n)
+	}
+	if q.Backward {
+		q.Last = n
+	} else {
+		q.First = n
+	}
+	for _, c := range []struct {
+		name   string
+		cursor *string
+		to     *db.Cursor
+	}{{"after", p.after, &q.After}, {"before", p.before, &q.Before}} {
+		if c.cursor == nil {
+			continue
 		}
-		q.After = c
+		at, err := model.DecodeCursor(f.cursor, *c.cursor)
+		if err != nil {
+			return q, badArg(ctx, c.name, "not a cursor of this %s list", f.cursor)
+		}
+		*c.to = at
 	}
 	return q, nil
 }
@@ -169,10 +198,20 @@ func (f *listField) price(child int, first *int) int {
 }
 
 // listCost is a list field's price in the shape gqlgen asks of a list
-// without cursors; connection is the shape of one with them.
+// without cursors; connection is the shape of one with them, where `last`
+// is priced as `first` is (and the dearer of the two when a query gives
+// both, which the resolver refuses).
 type listCost func(child int, first *int) int
 
-func (p listCost) connection(child int, first *int, _ *string) int { return p(child, first) }
+func (p listCost) connection(child int, first *int, _ *string, last *int, _ *string) int {
+	switch {
+	case last == nil:
+		return p(child, first)
+	case first == nil:
+		return p(child, last)
+	}
+	return max(p(child, first), p(child, last))
+}
 
 // Complexity prices each list field as its row says, and nodes for its
 // ids; every other field costs gqlgen's default, 1 plus its children.
@@ -199,18 +238,4 @@ func suggestionPages(s *db.Store, ctx context.Context, qs []db.PageQuery) ([][]d
 		sq[i] = db.SuggestionQuery{User: q.User, First: q.First}
 	}
 	return s.Suggestions(ctx, sq)
-}
-
-// usersPage reads a page of all users, by id: one more than the page, to
-// learn whether another follows.
-func usersPage(s *db.Store, ctx context.Context, q db.PageQuery) (db.Page, error) {
-	users, err := s.ListUsers(ctx, q.After.ID, q.First+1)
-	if err != nil {
-		return db.Page{}, err
-	}
-	page := db.Page{HasNext: len(users) > q.First}
-	for _, u := range users[:min(len(users), q.First)] {
-		page.Edges = append(page.Edges, db.Edge{User: u})
-	}
-	return page, nil
 }

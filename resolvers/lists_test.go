@@ -16,9 +16,9 @@ import (
 )
 
 // TestComplexity prices operations as the complexity limit sees them: a
-// list field costs 1 plus its `first` (its default when absent, clamped to
-// 0..100) times what each item asks for; every other field costs 1 plus
-// its children.
+// list field costs 1 plus its `first` or `last` (its default when both are
+// absent, clamped to 0..100) times what each item asks for; every other
+// field costs 1 plus its children.
 func TestComplexity(t *testing.T) {
 	es := graph.NewExecutableSchema(graph.Config{Complexity: Complexity()})
 	for _, c := range []struct {
@@ -43,6 +43,15 @@ func TestComplexity(t *testing.T) {
 		{`query($n: Int) { users(first: $n) { nodes { id } } }`, map[string]any{"n": 7}, 15},
 		{`query($n: Int) { users(first: $n) { nodes { id } } }`, nil, 41},
 		{`{ user(id: "1") { followers(first: 100) { nodes { following(first: 100) { nodes { mutualFollows(first: 100) { totalCount } } } } } } }`, nil, 1020202},
+		// last is priced as first is, at any depth.
+		{`{ viewer { followers(last: 10) { nodes { followers(last: 5, before: "c") { nodes { id } } } } } }`, nil, 122},
+		{`{ users(last: 7) { nodes { id } } }`, nil, 15},
+		{`{ users(last: 1000) { nodes { id } } }`, nil, 201},
+		{`{ users(before: "c") { nodes { id } } }`, nil, 41},
+		{`query($n: Int) { users(last: $n) { nodes { id } } }`, map[string]any{"n": 7}, 15},
+		{`{ user(id: "1") { followers(last: 100) { nodes { following(last: 100) { nodes { blocked(last: 100) { totalCount } } } } } } }`, nil, 1020202},
+		// Both, which the resolver refuses, at the dearer.
+		{`{ users(first: 3, last: 7) { nodes { id } } }`, nil, 15},
 	} {
 		doc, err := gqlparser.LoadQueryWithRules(es.Schema(), c.query, nil)
 		if err != nil {
@@ -55,9 +64,12 @@ func TestComplexity(t *testing.T) {
 }
 
 // The table and the schema agree: every field with a `first` argument has
-// a row, every row a field, with the schema's default for `first`, and
-// cursors exactly when the field takes `after`. The description of
-// suggestions states the store's bound and the price.
+// a row, every row a field, with cursors exactly when the field takes
+// `after`. A field that also takes `last` has no schema default on `first`
+// (it would turn a request for the last page into one for both ends): its
+// description says the row's default; a field without `last` has the
+// row's default as the schema's. The description of suggestions states the
+// store's bound and the price.
 func TestListsMatchSchema(t *testing.T) {
 	schema := graph.NewExecutableSchema(graph.Config{}).Schema()
 	desc := schema.Types["User"].Fields.ForName("suggestions").Description
@@ -81,11 +93,26 @@ func TestListsMatchSchema(t *testing.T) {
 		if first := def.Arguments.ForName("first"); first != nil && first.DefaultValue != nil {
 			schemaFirst = first.DefaultValue.Raw
 		}
-		if schemaFirst != strconv.Itoa(f.first) {
+		if def.Arguments.ForName("last") != nil {
+			if schemaFirst != "" {
+				t.Errorf("%s.%s: first defaults to %s in the schema, so that last asks for both ends", f.object, f.field, schemaFirst)
+			}
+			desc := strings.Join(strings.Fields(def.Description), " ")
+			if says := fmt.Sprintf("%d when neither is given", f.first); !strings.Contains(desc, says) {
+				t.Errorf("%s.%s: the description does not say %q, the row's default:\n%s", f.object, f.field, says, def.Description)
+			}
+			if def.Arguments.ForName("before") == nil {
+				t.Errorf("%s.%s: takes last but not before", f.object, f.field)
+			}
+		} else if schemaFirst != strconv.Itoa(f.first) {
 			t.Errorf("%s.%s: the schema's first defaults to %q, the row's to %d", f.object, f.field, schemaFirst, f.first)
 		}
 		if hasAfter := def.Arguments.ForName("after") != nil; hasAfter != (f.cursor != "") {
 			t.Errorf("%s.%s: takes after %v, but its cursors name %q", f.object, f.field, hasAfter, f.cursor)
+		}
+		// Every connection pages both ways.
+		if hasLast := def.Arguments.ForName("last") != nil; f.cursor != "" && !hasLast {
+			t.Errorf("%s.%s: a connection that does not take last", f.object, f.field)
 		}
 	}
 	for _, typ := range schema.Types {

@@ -2,6 +2,7 @@ package resolvers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"follows/db"
@@ -137,15 +138,16 @@ func planField(ctx context.Context, oc *graphql.OperationContext, f graphql.Coll
 	if list == nil || list.start == nil {
 		return prefetchStep{}, false
 	}
-	first, err := argument(f, "first", oc.Variables, graphql.UnmarshalInt)
-	if err != nil {
+	var p paging
+	var errs [4]error
+	p.first, errs[0] = argument(f, "first", oc.Variables, graphql.UnmarshalInt)
+	p.last, errs[1] = argument(f, "last", oc.Variables, graphql.UnmarshalInt)
+	p.after, errs[2] = argument(f, "after", oc.Variables, graphql.UnmarshalString)
+	p.before, errs[3] = argument(f, "before", oc.Variables, graphql.UnmarshalString)
+	if errors.Join(errs[:]...) != nil {
 		return prefetchStep{}, false
 	}
-	after, err := argument(f, "after", oc.Variables, graphql.UnmarshalString)
-	if err != nil {
-		return prefetchStep{}, false
-	}
-	q, err := list.args(ctx, 0, first, after)
+	q, err := list.args(ctx, 0, p)
 	if err != nil {
 		return prefetchStep{}, false
 	}

@@ -29,6 +29,9 @@ func TestMalformedListArgumentIsTheFieldsToReport(t *testing.T) {
 		{`query($n: Int) { users { nodes { mutualFollows(first: $n) { totalCount } } } }`, map[string]any{"n": 101}, "first"},
 		{`{ users { nodes { followers(after: "not a cursor") { totalCount } } } }`, nil, "after"},
 		{`query($c: String) { users { nodes { following(after: $c) { totalCount } } } }`, map[string]any{"c": 5}, "after"},
+		{`{ users { nodes { followers(last: 500) { totalCount } } } }`, nil, "last"},
+		{`{ users { nodes { followers(first: 1, last: 1) { totalCount } } } }`, nil, "last"},
+		{`{ users { nodes { mutualFollows(before: "not a cursor") { totalCount } } } }`, nil, "before"},
 	} {
 		r := a.Do("", c.query, c.vars)
 		if len(r.Errors) != 4 {

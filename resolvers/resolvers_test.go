@@ -336,15 +336,7 @@ func TestStatementsPerRequestDoNotGrowWithUsers(t *testing.T) {
 
 func testStatementsPerRequestDoNotGrowWithUsers(t *testing.T, on apitest.Database) {
 	s := on.Start(t)
-	var accounts []apitest.Account
-	for i := range 50 {
-		accounts = append(accounts, s.CreateUser(fmt.Sprintf("user%02d", i)))
-	}
-	for i, a := range accounts {
-		for j := 1; j <= 12; j++ {
-			s.Follow(a, accounts[(i+j)%len(accounts)])
-		}
-	}
+	accounts := followRing(s, 50, 12)
 	query := `query($n: Int) { users(first: $n) { totalCount nodes { name followerCount followingCount
 	  viewerFollows followers(first: 10) { totalCount nodes { name } } } } }`
 	counts := map[int]int{}

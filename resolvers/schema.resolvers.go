@@ -163,8 +163,8 @@ func (r *queryResolver) User(ctx context.Context, id *string, name *string) (*db
 }
 
 // Users is the resolver for the users field.
-func (r *queryResolver) Users(ctx context.Context, first *int, after *string) (*model.UserConnection, error) {
-	return r.userPage(ctx, usersList, 0, first, after, func(ctx context.Context) (int, error) {
+func (r *queryResolver) Users(ctx context.Context, first *int, after *string, last *int, before *string) (*model.UserConnection, error) {
+	return r.userPage(ctx, usersList, 0, paging{first, last, after, before}, func(ctx context.Context) (int, error) {
 		n, err := r.Store.CountUsers(ctx)
 		if err != nil {
 			return 0, storeError(ctx, err)
@@ -194,18 +194,18 @@ func (r *userResolver) ID(ctx context.Context, obj *db.User) (string, error) {
 }
 
 // Followers is the resolver for the followers field.
-func (r *userResolver) Followers(ctx context.Context, obj *db.User, first *int, after *string) (*model.FollowConnection, error) {
-	return r.followPage(ctx, followersList, db.Followers, obj, first, after)
+func (r *userResolver) Followers(ctx context.Context, obj *db.User, first *int, after *string, last *int, before *string) (*model.FollowConnection, error) {
+	return r.followPage(ctx, followersList, db.Followers, obj, paging{first, last, after, before})
 }
 
 // Following is the resolver for the following field.
-func (r *userResolver) Following(ctx context.Context, obj *db.User, first *int, after *string) (*model.FollowConnection, error) {
-	return r.followPage(ctx, followingList, db.Following, obj, first, after)
+func (r *userResolver) Following(ctx context.Context, obj *db.User, first *int, after *string, last *int, before *string) (*model.FollowConnection, error) {
+	return r.followPage(ctx, followingList, db.Following, obj, paging{first, last, after, before})
 }
 
 // MutualFollows is the resolver for the mutualFollows field.
-func (r *userResolver) MutualFollows(ctx context.Context, obj *db.User, first *int, after *string) (*model.UserConnection, error) {
-	return r.userPage(ctx, mutualList, obj.ID, first, after, func(ctx context.Context) (int, error) {
+func (r *userResolver) MutualFollows(ctx context.Context, obj *db.User, first *int, after *string, last *int, before *string) (*model.UserConnection, error) {
+	return r.userPage(ctx, mutualList, obj.ID, paging{first, last, after, before}, func(ctx context.Context) (int, error) {
 		n, err := r.loadersFor(ctx).mutualCounts.Load(ctx, obj.ID)
 		if err != nil {
 			return 0, storeError(ctx, err)
@@ -221,7 +221,7 @@ func (r *userResolver) Suggestions(ctx context.Context, obj *db.User, first *int
 	if err := r.requireSelf(ctx, obj.ID, "only a user itself may see its suggestions"); err != nil {
 		return nil, err
 	}
-	q, err := suggestionsList.args(ctx, obj.ID, first, nil)
+	q, err := suggestionsList.args(ctx, obj.ID, paging{first: first})
 	if err != nil {
 		return nil, err
 	}
@@ -257,11 +257,11 @@ func (r *userResolver) BlocksViewer(ctx context.Context, obj *db.User) (bool, er
 	return r.blocks(ctx, obj.ID, false)
 }
 
-func (r *userResolver) Blocked(ctx context.Context, obj *db.User, first *int, after *string) (*model.UserConnection, error) {
+func (r *userResolver) Blocked(ctx context.Context, obj *db.User, first *int, after *string, last *int, before *string) (*model.UserConnection, error) {
 	if err := r.requireSelf(ctx, obj.ID, "only a user itself may see whom it blocks"); err != nil {
 		return nil, err
 	}
-	return r.userPage(ctx, blockedList, obj.ID, first, after, func(ctx context.Context) (int, error) {
+	return r.userPage(ctx, blockedList, obj.ID, paging{first, last, after, before}, func(ctx context.Context) (int, error) {
 		n, err := r.Store.CountBlocked(ctx, obj.ID)
 		if err != nil {
 			return 0, storeError(ctx, err)

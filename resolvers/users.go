@@ -73,8 +73,8 @@ func (r *Resolver) followSettings(ctx context.Context, e *model.FollowEdge) (*db
 
 // followPage answers followers and following: dir says which end of each
 // follow the list's users are.
-func (r *Resolver) followPage(ctx context.Context, list *listRow[db.Page], dir db.Direction, user *db.User, first *int, after *string) (*model.FollowConnection, error) {
-	q, page, err := r.page(ctx, list, user.ID, first, after)
+func (r *Resolver) followPage(ctx context.Context, list *listRow[db.Page], dir db.Direction, user *db.User, p paging) (*model.FollowConnection, error) {
+	q, page, err := r.page(ctx, list, user.ID, p)
 	if err != nil {
 		return nil, err
 	}
@@ -100,8 +100,8 @@ func (r *Resolver) followPage(ctx context.Context, list *listRow[db.Page], dir d
 
 // userPage answers a list of users as a UserConnection; total counts the
 // whole list when a client asks for totalCount.
-func (r *Resolver) userPage(ctx context.Context, list *listRow[db.Page], user int64, first *int, after *string, total func(context.Context) (int, error)) (*model.UserConnection, error) {
-	q, page, err := r.page(ctx, list, user, first, after)
+func (r *Resolver) userPage(ctx context.Context, list *listRow[db.Page], user int64, p paging, total func(context.Context) (int, error)) (*model.UserConnection, error) {
+	q, page, err := r.page(ctx, list, user, p)
 	if err != nil {
 		return nil, err
 	}
@@ -116,10 +116,10 @@ func (r *Resolver) userPage(ctx context.Context, list *listRow[db.Page], user in
 	return conn, nil
 }
 
-// page reads the page of a user's list that first and after ask for, and
-// starts what the query will ask of the users in it.
-func (r *Resolver) page(ctx context.Context, list *listRow[db.Page], user int64, first *int, after *string) (db.PageQuery, db.Page, error) {
-	q, err := list.args(ctx, user, first, after)
+// page reads the page of a user's list that the paging arguments ask for,
+// and starts what the query will ask of the users in it.
+func (r *Resolver) page(ctx context.Context, list *listRow[db.Page], user int64, p paging) (db.PageQuery, db.Page, error) {
+	q, err := list.args(ctx, user, p)
 	if err != nil {
 		return q, db.Page{}, err
 	}
@@ -131,8 +131,16 @@ func (r *Resolver) page(ctx context.Context, list *listRow[db.Page], user int64,
 	return q, page, nil
 }
 
+// pageInfo says what lies beyond the page as the Relay spec does: on the
+// side it was read toward, whether the store found more; on the other,
+// whether the query gave a cursor there (see PageInfo's description).
 func pageInfo(list model.List, q db.PageQuery, page db.Page) *model.PageInfo {
-	pi := &model.PageInfo{HasNextPage: page.HasNext, HasPreviousPage: !q.After.IsZero()}
+	pi := &model.PageInfo{HasNextPage: page.HasNext, HasPreviousPage: page.HasPrevious}
+	if q.Backward {
+		pi.HasNextPage = !q.Before.IsZero()
+	} else {
+		pi.HasPreviousPage = !q.After.IsZero()
+	}
 	if n := len(page.Edges); n > 0 {
 		first := model.EncodeCursor(list, db.Cursor{At: page.Edges[0].At, ID: page.Edges[0].User.ID})
 		last := model.EncodeCursor(list, db.Cursor{At: page.Edges[n-1].At, ID: page.Edges[n-1].User.ID})

@@ -19,14 +19,17 @@ export function makeCache() {
   });
 }
 
+// Pages either way: { first, after } goes forward from the newest follow,
+// { last, before } backward from the oldest, and relayStylePagination
+// puts each page after or before what the cache holds.
 export const FOLLOWERS = gql`
-  query Followers($id: ID!, $after: String) {
+  query Followers($id: ID!, $first: Int, $after: String, $last: Int, $before: String) {
     user(id: $id) {
       id
       followerCount
-      followers(first: 3, after: $after) {
+      followers(first: $first, after: $after, last: $last, before: $before) {
         edges { cursor followedAt node { id name } }
-        pageInfo { hasNextPage endCursor }
+        pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
       }
     }
   }

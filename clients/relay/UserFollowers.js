@@ -1,16 +1,24 @@
-// Relay and follows: a user's followers as a refetchable, paginated
-// fragment (usePaginationFragment), and mutations whose payloads update
-// that connection in the store without a refetch. Pass the connection's
-// __id as $connections.
+// Relay and follows: a user's followers as a refetchable fragment that
+// pages both ways (usePaginationFragment's loadNext and loadPrevious), and
+// mutations whose payloads update that connection in the store without a
+// refetch. Spread it with @arguments(first: 10) for the newest follows or
+// @arguments(last: 10) for the oldest. Pass the connection's __id as
+// $connections.
 import { graphql } from "react-relay";
 
 export const userFollowers = graphql`
   fragment UserFollowers_user on User
   @refetchable(queryName: "UserFollowersPaginationQuery")
-  @argumentDefinitions(count: { type: "Int", defaultValue: 10 }, cursor: { type: "String" }) {
+  @argumentDefinitions(
+    first: { type: "Int" }
+    after: { type: "String" }
+    last: { type: "Int" }
+    before: { type: "String" }
+  ) {
     name
     followerCount
-    followers(first: $count, after: $cursor) @connection(key: "UserFollowers_followers") {
+    followers(first: $first, after: $after, last: $last, before: $before)
+    @connection(key: "UserFollowers_followers") {
       __id
       edges { followedAt node { id name } }
     }
