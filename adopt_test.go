@@ -224,8 +224,12 @@ INSERT INTO "Users" ("Id", "Name") VALUES (6, 'ALICE');`)
 	}
 }
 
-// export writes what import reads: a graph moved through CSV arrives whole.
-func TestExportImportRoundTrip(t *testing.T) {
+// export writes what import reads: a graph moved through CSV from a SQLite
+// file into another SQLite file, or into PostgreSQL, arrives whole, and
+// exported again it is the same files byte for byte.
+func TestExportImportRoundTrip(t *testing.T) { apitest.Each(t, testExportImportRoundTrip) }
+
+func testExportImportRoundTrip(t *testing.T, on apitest.Database) {
 	src := filepath.Join(t.TempDir(), "src.db")
 	if _, err := importFiles(t, src, sampleUsersCSV, sampleFollowsCSV); err != nil {
 		t.Fatal(err)
@@ -241,7 +245,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	}
 	users, _ := os.ReadFile(up)
 	follows, _ := os.ReadFile(fp)
-	dst := filepath.Join(t.TempDir(), "dst.db")
+	dst := on.NewDSN(t)
 	if _, err := importFiles(t, dst, string(users), string(follows)); err != nil {
 		t.Fatalf("import the export: %v", err)
 	}

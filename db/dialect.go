@@ -81,6 +81,15 @@ type dialect struct {
 	// secondary indexes and its triggers (the counts' among them) and
 	// returns what restores them; nil where bulk import is not supported.
 	setAsideFollowIndexes func(ctx context.Context, r runner) (restore func() error, err error)
+	// copyRows, if not nil, writes a bulk import's rows into table's
+	// columns on conn, inside its transaction, with COPY; a row the
+	// database refuses comes back as a *failedRow. Without it, rows go
+	// in with multi-row INSERTs.
+	copyRows func(ctx context.Context, conn *sql.Conn, table string, cols []string, rows [][]any) error
+	// afterImport are the statements that end a bulk import, in its
+	// transaction: what the dialect needs done after loading rows with
+	// their own ids, and fresh statistics.
+	afterImport []string
 }
 
 func dialectFor(dsn string) (*dialect, string, error) {
