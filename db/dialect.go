@@ -58,8 +58,9 @@ type dialect struct {
 	// parameter, pairs as an array of [follower, followee];
 	// followsExist also reads each follow's settings.
 	usersByID, userByName, listUsers, followsExist, blocksExist, mutualCounts string
-	// recountIDs applies the count rule to the users of a JSON array of ids.
-	recountIDs string
+	// recountIDs applies the count rule to the users of a JSON array of
+	// ids; recountImported does too, for a bulk import's many users.
+	recountIDs, recountImported string
 
 	// pagesQuery and suggestionsQuery make one statement answering a batch
 	// of per-user queries. Each row's first column is the position of its
@@ -86,6 +87,10 @@ type dialect struct {
 	// database refuses comes back as a *failedRow. Without it, rows go
 	// in with multi-row INSERTs.
 	copyRows func(ctx context.Context, conn *sql.Conn, table string, cols []string, rows [][]any) error
+	// adoption reads the catalogue for adopting an EF Core database
+	// (adopt.go); nil where the server does not adopt one.
+	adoption *adoption
+
 	// afterImport are the statements that end a bulk import, in its
 	// transaction: what the dialect needs done after loading rows with
 	// their own ids, and fresh statistics.
@@ -110,6 +115,7 @@ func dialectFor(dsn string) (*dialect, string, error) {
 func (d *dialect) finish() *dialect {
 	d.usersByID = `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id IN (` + d.idSet + `)`
 	d.recountIDs = recountUsers(d.idSet)
+	d.recountImported = recountUsersGrouped(d.idSet)
 	d.selectPairUsers = `SELECT ` + userColumns + ` FROM Users AS u` + d.actLock.hint + ` WHERE u.Id IN (?, ?) ORDER BY u.Id` + d.actLock.suffix
 	d.lockAroundUser = `SELECT u.Id FROM Users AS u` + d.aroundLock.hint + ` WHERE u.Id IN (` + aroundUser + `) ORDER BY u.Id` + d.aroundLock.suffix
 	return d

@@ -58,7 +58,7 @@ func testImportAndExportRows(t *testing.T, s *Store) {
 		{Follower: 10, Followee: gone.ID, At: at},
 	}
 	st, err := s.Import(ctx, seqOf(users...), seqOf(follows...), nil)
-	if err != nil || st != (ImportStats{Users: 2, Follows: 4}) {
+	if err != nil || st.Users != 2 || st.Follows != 4 {
 		t.Fatalf("import = %+v, %v", st, err)
 	}
 	// Alice's follows with gone are not counted; gone's own counts count

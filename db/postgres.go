@@ -80,6 +80,19 @@ JOIN Blocks AS b ON b.BlockerId = (p.value ->> 0)::integer AND b.BlockedId = (p.
 		suggestionsQuery: func(qs []SuggestionQuery) (string, []any) {
 			return postgresSuggestionsText, []any{jsonSuggestions(qs)}
 		},
+		adoption: &adoption{
+			tables: `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'`,
+			exists: `SELECT COUNT(*) FROM pg_class WHERE relname = ? AND relnamespace = current_schema()::regnamespace`,
+			// Held until the adopting transaction ends; the key is
+			// the server's own, apart from goose's migration lock.
+			lock: `SELECT pg_advisory_xact_lock(hashtext('follows: adopt an EF Core database'))`,
+			joinEntity: []adoptStep{{
+				// EF Core sets CreatedAt itself; the server's
+				// follows take the database's time.
+				says: "give Follows.CreatedAt the default clock_timestamp(), which the server's follows take",
+				stmt: `ALTER TABLE Follows ALTER COLUMN CreatedAt SET DEFAULT clock_timestamp()`,
+			}},
+		},
 		setAsideFollowIndexes: postgresSetAsideFollowIndexes,
 		copyRows:              copyPostgres,
 		// Memory for rebuilding the set-aside indexes in one sort rather
@@ -112,7 +125,10 @@ WHERE i.schemaname = current_schema() AND i.tablename = 'Follows'
   AND NOT EXISTS (SELECT 1 FROM pg_constraint AS c WHERE c.conrelid = '"Follows"'::regclass AND c.conname = i.indexname)
 UNION ALL
 SELECT 'TRIGGER', t.tgname, pg_get_triggerdef(t.oid) FROM pg_trigger AS t
-WHERE t.tgrelid = '"Follows"'::regclass AND NOT t.tgisinternal`
+WHERE t.tgrelid = '"Follows"'::regclass AND NOT t.tgisinternal
+UNION ALL
+SELECT 'CONSTRAINT', c.conname, 'ALTER TABLE "Follows" ADD CONSTRAINT ' || quote_ident(c.conname) || ' ' || pg_get_constraintdef(c.oid)
+FROM pg_constraint AS c WHERE c.conrelid = '"Follows"'::regclass AND c.contype = 'f'`
 
 // postgresSetAsideFollowIndexes drops the follow table's secondary
 // indexes and its count trigger, and returns what recreates them from
@@ -143,8 +159,11 @@ func postgresSetAsideFollowIndexes(ctx context.Context, r runner) (restore func(
 	for _, o := range saved {
 		// Names from the catalogue, quoted; no value of a row.
 		drop := "DROP INDEX " + pgx.Identifier{o.name}.Sanitize()
-		if o.kind == "TRIGGER" {
+		switch o.kind {
+		case "TRIGGER":
 			drop = "DROP TRIGGER " + pgx.Identifier{o.name}.Sanitize() + ` ON "Follows"`
+		case "CONSTRAINT":
+			drop = `ALTER TABLE "Follows" DROP CONSTRAINT ` + pgx.Identifier{o.name}.Sanitize()
 		}
 		if _, err := r.tx.ExecContext(ctx, drop); err != nil {
 			return nil, fmt.Errorf("set aside %s %s: %w", o.kind, o.name, err)
