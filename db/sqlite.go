@@ -81,7 +81,12 @@ RETURNING CreatedAt`,
 JOIN Follows AS f ON f.FollowerId = p.value ->> 0 AND f.FolloweeId = p.value ->> 1`,
 		blocksExist: `SELECT b.BlockerId, b.BlockedId FROM json_each(?) AS p
 JOIN Blocks AS b ON b.BlockerId = p.value ->> 0 AND b.BlockedId = p.value ->> 1`,
-		mutualCounts:          `SELECT k.value, ` + mutualCount("k.value") + ` FROM json_each(?) AS k`,
+		mutualCounts: `SELECT k.value, ` + mutualCount("k.value") + ` FROM json_each(?) AS k`,
+		adoption: &adoption{
+			tables:     `SELECT name FROM sqlite_schema WHERE type = 'table'`,
+			exists:     `SELECT COUNT(*) FROM sqlite_schema WHERE name = ?`,
+			laterSteps: ", and write every CreatedAt in one fixed form (seven fractional digits)",
+		},
 		arg:                   func(v any) any { return v },
 		setAsideFollowIndexes: sqliteSetAsideFollowIndexes,
 		// A large page cache keeps the B-trees being filled in memory
