@@ -117,9 +117,12 @@ WHERE m.top IS NOT NULL`,
 
 // postgresFollowsAside are the objects on Follows that a bulk import sets
 // aside, with the statements that make them again: the secondary indexes
-// (not the primary key's, which finds duplicate rows as they come) and
-// the triggers the server made (the counts'; not the foreign keys'
-// internal ones).
+// (not the primary key's, which finds duplicate rows as they come), the
+// triggers the server made (the counts'), and the foreign keys, whose
+// checks, a lookup in Users for each end of each row, made loading 3.3
+// million follows take 102 s rather than 20 s. The import checks both
+// ends of every row itself, and adding the keys back checks all rows
+// again in one pass.
 const postgresFollowsAside = `SELECT 'INDEX', i.indexname, i.indexdef FROM pg_indexes AS i
 WHERE i.schemaname = current_schema() AND i.tablename = 'Follows'
   AND NOT EXISTS (SELECT 1 FROM pg_constraint AS c WHERE c.conrelid = '"Follows"'::regclass AND c.conname = i.indexname)
@@ -131,12 +134,12 @@ SELECT 'CONSTRAINT', c.conname, 'ALTER TABLE "Follows" ADD CONSTRAINT ' || quote
 FROM pg_constraint AS c WHERE c.conrelid = '"Follows"'::regclass AND c.contype = 'f'`
 
 // postgresSetAsideFollowIndexes drops the follow table's secondary
-// indexes and its count trigger, and returns what recreates them from
-// their definitions in the catalogue: building an index once from all
-// rows is far faster than keeping it through millions of inserts, and
-// the import recounts what the trigger would have counted. DDL is
-// transactional on PostgreSQL, so a refused import leaves them as they
-// were.
+// indexes, count trigger and foreign keys (postgresFollowsAside), and
+// returns what recreates them from their definitions in the catalogue:
+// building an index once from all rows is far faster than keeping it
+// through millions of inserts, and the import recounts what the trigger
+// would have counted. DDL is transactional on PostgreSQL, so a refused
+// import leaves them as they were.
 func postgresSetAsideFollowIndexes(ctx context.Context, r runner) (restore func() error, err error) {
 	rows, err := r.query(ctx, postgresFollowsAside)
 	if err != nil {
