@@ -36,8 +36,9 @@ const sampleFollowsCSV = `FollowerId,FolloweeId,CreatedAt
 20,40,2026-01-01 00:00:05
 `
 
-// followsObjects counts, in each database's catalogue, the follow table's
-// keyset indexes and count triggers, which the import sets aside.
+// followsObjects counts, in each database's catalogue, what the import
+// sets aside on the follow table: the keyset indexes and count triggers,
+// and on PostgreSQL the foreign keys.
 var followsObjects = map[apitest.Database]struct {
 	query string
 	want  int
@@ -47,7 +48,8 @@ var followsObjects = map[apitest.Database]struct {
 	               'TR_Follows_Insert_Counts', 'TR_Follows_Delete_Counts', 'TR_Follows_Update_Counts')`, 5},
 	apitest.Postgres: {`SELECT (SELECT COUNT(*) FROM pg_indexes WHERE tablename = 'Follows'
 	    AND indexname IN ('IX_Follows_FolloweeId_CreatedAt_FollowerId', 'IX_Follows_FollowerId_CreatedAt_FolloweeId'))
-	  + (SELECT COUNT(*) FROM pg_trigger WHERE tgname = 'TR_Follows_Counts')`, 3},
+	  + (SELECT COUNT(*) FROM pg_trigger WHERE tgname = 'TR_Follows_Counts')
+	  + (SELECT COUNT(*) FROM pg_constraint WHERE conrelid = '"Follows"'::regclass AND contype = 'f')`, 5},
 }
 
 func TestImport(t *testing.T) { apitest.Each(t, testImport) }
@@ -86,7 +88,7 @@ func testImport(t *testing.T, on apitest.Database) {
 	var objects int
 	want := followsObjects[on]
 	if err := apitest.OpenDSN(t, dbPath).QueryRow(want.query).Scan(&objects); err != nil || objects != want.want {
-		t.Errorf("%d of the %d keyset indexes and count triggers on Follows are there after import (%v)", objects, want.want, err)
+		t.Errorf("%d of the %d indexes, triggers and keys set aside on Follows are there after import (%v)", objects, want.want, err)
 	}
 }
 
