@@ -102,7 +102,7 @@ func dialectFor(dsn string) (*dialect, string, error) {
 	case strings.HasPrefix(dsn, "sqlserver://"):
 		return sqlserverDialect().finish(), dsn, nil
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		return postgresDialect().finish(), dsn, nil
+		return postgresDialect().finish(), postgresDSN(dsn), nil
 	case dsn == "":
 		return nil, "", errors.New("no database given")
 	default:
