@@ -258,6 +258,44 @@ func (s *Store) bulkTx(ctx context.Context, fn func(r runner) error) error {
 	})
 }
 
+// setAside drops, for a bulk import, the objects that a catalogue query
+// lists, each row a kind, a name and the statement that makes the object
+// again, with the statement drop makes of its kind and name; it returns
+// what makes them again, in the order listed.
+func setAside(ctx context.Context, r runner, catalogue string, drop func(kind, name string) string) (restore func() error, err error) {
+	rows, err := r.query(ctx, catalogue)
+	if err != nil {
+		return nil, err
+	}
+	type object struct{ kind, name, def string }
+	var saved []object
+	for rows.Next() {
+		var o object
+		if err := rows.Scan(&o.kind, &o.name, &o.def); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		saved = append(saved, o)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, o := range saved {
+		if _, err := r.tx.ExecContext(ctx, drop(o.kind, o.name)); err != nil {
+			return nil, fmt.Errorf("set aside %s %s: %w", o.kind, o.name, err)
+		}
+	}
+	return func() error {
+		for _, o := range saved {
+			if _, err := r.tx.ExecContext(ctx, o.def); err != nil {
+				return fmt.Errorf("recreate %s %s: %w", o.kind, o.name, err)
+			}
+		}
+		return nil
+	}, nil
+}
+
 // rowSink writes an import's rows into one table, many at a time. A row
 // refused as there already (a duplicate key) comes back as ImportErrors
 // naming it, as what describes its values and "is there already".

@@ -142,45 +142,16 @@ FROM pg_constraint AS c WHERE c.conrelid = '"Follows"'::regclass AND c.contype =
 // would have counted. DDL is transactional on PostgreSQL, so a refused
 // import leaves them as they were.
 func postgresSetAsideFollowIndexes(ctx context.Context, r runner) (restore func() error, err error) {
-	rows, err := r.query(ctx, postgresFollowsAside)
-	if err != nil {
-		return nil, err
-	}
-	type object struct{ kind, name, def string }
-	var saved []object
-	for rows.Next() {
-		var o object
-		if err := rows.Scan(&o.kind, &o.name, &o.def); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		saved = append(saved, o)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	for _, o := range saved {
+	return setAside(ctx, r, postgresFollowsAside, func(kind, name string) string {
 		// Names from the catalogue, quoted; no value of a row.
-		drop := "DROP INDEX " + pgx.Identifier{o.name}.Sanitize()
-		switch o.kind {
+		switch kind {
 		case "TRIGGER":
-			drop = "DROP TRIGGER " + pgx.Identifier{o.name}.Sanitize() + ` ON "Follows"`
+			return "DROP TRIGGER " + pgx.Identifier{name}.Sanitize() + ` ON "Follows"`
 		case "CONSTRAINT":
-			drop = `ALTER TABLE "Follows" DROP CONSTRAINT ` + pgx.Identifier{o.name}.Sanitize()
+			return `ALTER TABLE "Follows" DROP CONSTRAINT ` + pgx.Identifier{name}.Sanitize()
 		}
-		if _, err := r.tx.ExecContext(ctx, drop); err != nil {
-			return nil, fmt.Errorf("set aside %s %s: %w", o.kind, o.name, err)
-		}
-	}
-	return func() error {
-		for _, o := range saved {
-			if _, err := r.tx.ExecContext(ctx, o.def); err != nil {
-				return fmt.Errorf("recreate %s %s: %w", o.kind, o.name, err)
-			}
-		}
-		return nil
-	}, nil
+		return "DROP INDEX " + pgx.Identifier{name}.Sanitize()
+	})
 }
 
 // copyPostgres writes rows with COPY through pgx's own connection, which
