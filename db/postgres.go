@@ -216,16 +216,19 @@ CROSS JOIN LATERAL (
   ORDER BY {e}.CreatedAt DESC, {e}.{other} DESC
   LIMIT q.Lim) AS p`)
 
-// The suggestions statement looks each candidate up in Users by its key:
-// OFFSET 0 keeps the planner from joining instead, which it did with a
-// scan of all of Users for the few hundred candidates of a typical user
-// (21 ms of 35).
+// The suggestions statement looks candidates up in Users by key, most
+// shared first, and only as many as the page needs: the candidates come
+// sorted by Via, so that an incremental sort on (Via, Name, Id) stops at
+// the LIMIT once a Via's group is complete, and OFFSET 0 keeps the
+// planner from turning the lookups into a join, which it did with a scan
+// of all of Users. For a typical user of the large graph: 23 lookups
+// rather than 645, 2.6 ms rather than 35.
 var postgresSuggestionsText = `SELECT q.k, s.*
 FROM (SELECT (j.value ->> 0)::integer AS k, (j.value ->> 1)::integer AS UserId, (j.value ->> 2)::integer AS Lim
       FROM jsonb_array_elements(?::jsonb) AS j) AS q
 CROSS JOIN LATERAL (
   SELECT c.Via, ` + userColumns + `
-  FROM (` + suggestionCandidates("q.UserId", "q.UserId") + `) AS c
+  FROM (` + suggestionCandidates("q.UserId", "q.UserId") + ` ORDER BY Via DESC) AS c
   CROSS JOIN LATERAL (SELECT * FROM Users AS u WHERE u.Id = c.Id AND ` + active("u") + ` OFFSET 0) AS u
   ORDER BY c.Via DESC, u.Name ASC, c.Id ASC
   LIMIT q.Lim) AS s`

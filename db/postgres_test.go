@@ -165,8 +165,13 @@ SELECT a, b, now() - make_interval(secs => a * 3 + k) FROM generate_series(1, 30
 		}
 	}
 	text, args := s.d.suggestionsQuery([]SuggestionQuery{{User: 1, First: 10}, {User: 2, First: 10}})
-	if plan := explain(t, s, text, args); strings.Contains(plan, `Seq Scan on "Follows"`) || strings.Contains(plan, `Seq Scan on "Users"`) {
+	plan := explain(t, s, text, args)
+	if strings.Contains(plan, `Seq Scan on "Follows"`) || strings.Contains(plan, `Seq Scan on "Users"`) {
 		t.Errorf("suggestions scan the follow or user table:\n%s", plan)
+	}
+	// Candidates are looked up most shared first, until the page is full.
+	if !strings.Contains(plan, "Incremental Sort") {
+		t.Errorf("suggestions look up every candidate before sorting:\n%s", plan)
 	}
 }
 
