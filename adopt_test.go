@@ -103,6 +103,16 @@ func checkFollowsOverGraphQL(t *testing.T, url string, pairs [][2]int) {
 	}
 }
 
+// followAlice has the holder of token follow alice (user 1) on a converted
+// or adopted database, which must answer with her new follower count.
+func followAlice(t *testing.T, url, token string, followers int) {
+	t.Helper()
+	r := postVars(t, url, token, `mutation { follow(input: {userId: "1"}) { followee { followerCount } } }`, nil)
+	if b, _ := json.Marshal(r["data"]); string(b) != `{"follow":{"followee":{"followerCount":`+itoa(followers)+`}}}` {
+		t.Errorf("follow alice on the adopted database: %s %v, want %d followers", b, r["errors"], followers)
+	}
+}
+
 func tableCount(t *testing.T, path, table string) int {
 	t.Helper()
 	var n int
@@ -138,10 +148,7 @@ func TestAdoptConventionShape(t *testing.T) {
 	if err := run(t.Context(), []string{"token", "-user", "4", "-db", path, "-secret", testSecret}, &tok, io.Discard, noEnv); err != nil {
 		t.Fatal(err)
 	}
-	rr := postVars(t, url, strings.TrimSpace(tok.String()), `mutation { follow(input: {userId: "1"}) { followee { followerCount } } }`, nil)
-	if b, _ := json.Marshal(rr["data"]); string(b) != `{"follow":{"followee":{"followerCount":3}}}` {
-		t.Errorf("follow on the converted database: %s %v", b, rr["errors"])
-	}
+	followAlice(t, url, strings.TrimSpace(tok.String()), 3)
 	if err := stop(); err != nil {
 		t.Errorf("the server stopped with %v", err)
 	}
@@ -224,8 +231,12 @@ INSERT INTO "Users" ("Id", "Name") VALUES (6, 'ALICE');`)
 	}
 }
 
-// export writes what import reads: a graph moved through CSV arrives whole.
-func TestExportImportRoundTrip(t *testing.T) {
+// export writes what import reads: a graph moved through CSV from a SQLite
+// file into another SQLite file, or into PostgreSQL, arrives whole, and
+// exported again it is the same files byte for byte.
+func TestExportImportRoundTrip(t *testing.T) { apitest.Each(t, testExportImportRoundTrip) }
+
+func testExportImportRoundTrip(t *testing.T, on apitest.Database) {
 	src := filepath.Join(t.TempDir(), "src.db")
 	if _, err := importFiles(t, src, sampleUsersCSV, sampleFollowsCSV); err != nil {
 		t.Fatal(err)
@@ -241,7 +252,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	}
 	users, _ := os.ReadFile(up)
 	follows, _ := os.ReadFile(fp)
-	dst := filepath.Join(t.TempDir(), "dst.db")
+	dst := on.NewDSN(t)
 	if _, err := importFiles(t, dst, string(users), string(follows)); err != nil {
 		t.Fatalf("import the export: %v", err)
 	}

@@ -58,8 +58,8 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		return err
 	}
 	secs := time.Since(start).Seconds()
-	fmt.Fprintf(stdout, "imported %d users and %d follows in %.1fs (%.0f follows/s)\n",
-		stats.Users, stats.Follows, secs, float64(stats.Follows)/secs)
+	fmt.Fprintf(stdout, "imported %d users and %d follows in %.1fs (%.0f follows/s; loading %.1fs, indexes and triggers %.1fs, recount %.1fs)\n",
+		stats.Users, stats.Follows, secs, float64(stats.Follows)/secs, stats.Load.Seconds(), stats.Rebuild.Seconds(), stats.Recount.Seconds())
 	return nil
 }
 

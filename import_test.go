@@ -39,8 +39,26 @@ const sampleFollowsCSV = `FollowerId,FolloweeId,CreatedAt
 20,40,2026-01-01 00:00:05
 `
 
-func TestImport(t *testing.T) {
-	dbPath := filepath.Join(t.TempDir(), "follows.db")
+// followsObjects counts, in each database's catalogue, what the import
+// sets aside on the follow table: the keyset indexes and count triggers,
+// and on PostgreSQL the foreign keys.
+var followsObjects = map[apitest.Database]struct {
+	query string
+	want  int
+}{
+	apitest.SQLite: {`SELECT COUNT(*) FROM sqlite_schema WHERE tbl_name = 'Follows'
+	  AND name IN ('IX_Follows_FolloweeId_CreatedAt_FollowerId', 'IX_Follows_FollowerId_CreatedAt_FolloweeId',
+	               'TR_Follows_Insert_Counts', 'TR_Follows_Delete_Counts', 'TR_Follows_Update_Counts')`, 5},
+	apitest.Postgres: {`SELECT (SELECT COUNT(*) FROM pg_indexes WHERE tablename = 'Follows'
+	    AND indexname IN ('IX_Follows_FolloweeId_CreatedAt_FollowerId', 'IX_Follows_FollowerId_CreatedAt_FolloweeId'))
+	  + (SELECT COUNT(*) FROM pg_trigger WHERE tgname = 'TR_Follows_Counts')
+	  + (SELECT COUNT(*) FROM pg_constraint WHERE conrelid = '"Follows"'::regclass AND contype = 'f')`, 5},
+}
+
+func TestImport(t *testing.T) { apitest.Each(t, testImport) }
+
+func testImport(t *testing.T, on apitest.Database) {
+	dbPath := on.NewDSN(t)
 	out, err := importFiles(t, dbPath, sampleUsersCSV, sampleFollowsCSV)
 	if err != nil || !strings.Contains(out, "imported 4 users and 5 follows") {
 		t.Fatalf("import: %v\n%s", err, out)
@@ -71,18 +89,20 @@ func TestImport(t *testing.T) {
 		t.Errorf("counts drift after a follow: %+v, %v", drift, err)
 	}
 	var objects int
-	apitest.OpenRaw(t, dbPath).QueryRow(`SELECT COUNT(*) FROM sqlite_schema WHERE tbl_name = 'Follows'
-	  AND name IN ('IX_Follows_FolloweeId_CreatedAt_FollowerId', 'IX_Follows_FollowerId_CreatedAt_FolloweeId',
-	               'TR_Follows_Insert_Counts', 'TR_Follows_Delete_Counts', 'TR_Follows_Update_Counts')`).Scan(&objects)
-	if objects != 5 {
-		t.Errorf("%d of the 2 indexes and 3 triggers on Follows are there after import", objects)
+	want := followsObjects[on]
+	if err := apitest.OpenDSN(t, dbPath).QueryRow(want.query).Scan(&objects); err != nil || objects != want.want {
+		t.Errorf("%d of the %d indexes, triggers and keys set aside on Follows are there after import (%v)", objects, want.want, err)
 	}
 }
 
 // Follows imported to and from a deactivated user leave the counts as the
 // triggers would: a deactivated end is not counted.
 func TestImportBesideADeactivatedUser(t *testing.T) {
-	dbPath := filepath.Join(t.TempDir(), "follows.db")
+	apitest.Each(t, testImportBesideADeactivatedUser)
+}
+
+func testImportBesideADeactivatedUser(t *testing.T, on apitest.Database) {
+	dbPath := on.NewDSN(t)
 	if _, err := importFiles(t, dbPath, sampleUsersCSV, sampleFollowsCSV); err != nil {
 		t.Fatal(err)
 	}
@@ -97,13 +117,15 @@ func TestImportBesideADeactivatedUser(t *testing.T) {
 	if _, err := importFiles(t, dbPath, "Id,Name\n50,erin\n", "FollowerId,FolloweeId,CreatedAt\n50,10,2026-02-01 00:00:00\n10,50,2026-02-01 00:00:00\n50,20,2026-02-01 00:00:00\n"); err != nil {
 		t.Fatal(err)
 	}
-	apitest.CheckGraph(t, dbPath)
+	apitest.CheckDSN(t, dbPath)
 }
 
 // A file with bad rows is refused whole, naming each bad row's line, and
 // leaves the database as it was.
-func TestImportRefusesBadRows(t *testing.T) {
-	dbPath := filepath.Join(t.TempDir(), "follows.db")
+func TestImportRefusesBadRows(t *testing.T) { apitest.Each(t, testImportRefusesBadRows) }
+
+func testImportRefusesBadRows(t *testing.T, on apitest.Database) {
+	dbPath := on.NewDSN(t)
 	if _, err := importFiles(t, dbPath, sampleUsersCSV, sampleFollowsCSV); err != nil {
 		t.Fatal(err)
 	}

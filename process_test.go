@@ -116,7 +116,22 @@ func waitLogLine(t *testing.T, lines <-chan string, s string, within time.Durati
 // listens. The log it writes afterwards is kept in the returned channel.
 func startProcess(t *testing.T, bin string, args ...string) (*exec.Cmd, string, <-chan string) {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
+	cmd, urlc, lines := launchProcess(t, bin, args...)
+	select {
+	case u := <-urlc:
+		return cmd, u, lines
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server did not start within 30s")
+	}
+	return nil, "", nil
+}
+
+// launchProcess runs the server binary, which is killed when the test
+// ends, and returns at once: the URL it says it serves at comes on url,
+// its log on lines (see watchLog).
+func launchProcess(t *testing.T, bin string, args ...string) (cmd *exec.Cmd, url, lines <-chan string) {
+	t.Helper()
+	cmd = exec.Command(bin, args...)
 	// Only the arguments configure the server: none of the variables it
 	// reads (FOLLOWS_*, and the older names) pass from the test's own.
 	for _, kv := range os.Environ() {
@@ -130,14 +145,8 @@ func startProcess(t *testing.T, bin string, args ...string) (*exec.Cmd, string, 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	urlc, lines := watchLog(stderr)
-	select {
-	case u := <-urlc:
-		return cmd, u, lines
-	case <-time.After(30 * time.Second):
-		t.Fatal("the server did not start within 30s")
-	}
-	return nil, "", nil
+	url, lines = watchLog(stderr)
+	return cmd, url, lines
 }
 
 // serveInProcess runs the server as main does but in the test's process,

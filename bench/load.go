@@ -12,6 +12,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +27,7 @@ import (
 
 	"follows/auth"
 
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 	_ "modernc.org/sqlite"
 )
 
@@ -35,7 +37,9 @@ const benchSecret = "bench secret, as long as the server asks"
 
 // runLoad imports a generated graph into a fresh database, starts the
 // server binary on it, drives the benchmark queries at each concurrency
-// over loopback and prints a Markdown table.
+// over loopback and prints a Markdown table. The database is a SQLite file
+// in the working folder, or with -db a PostgreSQL database that it
+// creates on that server (and drops at the end).
 func runLoad(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("bench load", flag.ContinueOnError)
 	size := fs.String("size", "large", "graph size: small or large")
@@ -43,6 +47,7 @@ func runLoad(args []string, stdout io.Writer) error {
 	duration := fs.Duration("duration", 5*time.Second, "how long each query runs at each concurrency")
 	concs := fs.String("c", "8,32", "concurrency levels")
 	only := fs.String("only", "", "comma-separated query names to run (default all)")
+	server := fs.String("db", "", "a postgres:// URL whose role may create databases: run on a new PostgreSQL database there, "+benchDatabase+", rather than on a SQLite file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -72,6 +77,14 @@ func runLoad(args []string, stdout io.Writer) error {
 	dbPath := filepath.Join(*dir, "bench.db")
 	for _, suffix := range []string{"", "-wal", "-shm"} {
 		os.Remove(dbPath + suffix)
+	}
+	if *server != "" {
+		drop, dsn, err := newPostgresDatabase(*server)
+		if err != nil {
+			return err
+		}
+		defer drop()
+		dbPath = dsn
 	}
 	start := time.Now()
 	imp := exec.Command(bin, "import", "-db", dbPath, "-users", filepath.Join(*dir, "users.csv"), "-follows", filepath.Join(*dir, "follows.csv"))
@@ -167,22 +180,60 @@ type workload struct {
 	queries []query
 }
 
+// benchDatabase is the PostgreSQL database runLoad makes with -db.
+const benchDatabase = "follows_bench"
+
+// newPostgresDatabase makes benchDatabase anew on the server that admin
+// names, and returns its DSN and what drops it.
+func newPostgresDatabase(admin string) (drop func(), dsn string, err error) {
+	u, err := url.Parse(admin)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return nil, "", fmt.Errorf("-db must be a postgres:// URL: %q", admin)
+	}
+	db, err := sql.Open("pgx", admin)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, q := range []string{`DROP DATABASE IF EXISTS ` + benchDatabase + ` WITH (FORCE)`, `CREATE DATABASE ` + benchDatabase} {
+		if _, err := db.Exec(q); err != nil {
+			db.Close()
+			return nil, "", fmt.Errorf("%s on %s: %w", q, u.Redacted(), err)
+		}
+	}
+	u.Path = "/" + benchDatabase
+	return func() {
+		db.Exec(`DROP DATABASE IF EXISTS ` + benchDatabase + ` WITH (FORCE)`)
+		db.Close()
+	}, u.String(), nil
+}
+
+// openRaw opens the bench's database beside the server, read-only where
+// the driver can say so.
+func openRaw(dsn string) (*sql.DB, error) {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		return sql.Open("pgx", dsn)
+	}
+	return sql.Open("sqlite", dsn+"?mode=ro")
+}
+
 func prepareWorkload(url, dbPath string) (*workload, error) {
-	raw, err := sql.Open("sqlite", dbPath+"?mode=ro")
+	raw, err := openRaw(dbPath)
 	if err != nil {
 		return nil, err
 	}
 	defer raw.Close()
+	// The names are quoted as PostgreSQL needs them; SQLite reads them
+	// the same.
 	var top int64
 	var topFollowers int
-	if err := raw.QueryRow(`SELECT Id, FollowerCount FROM Users ORDER BY FollowerCount DESC LIMIT 1`).Scan(&top, &topFollowers); err != nil {
+	if err := raw.QueryRow(`SELECT "Id", "FollowerCount" FROM "Users" ORDER BY "FollowerCount" DESC LIMIT 1`).Scan(&top, &topFollowers); err != nil {
 		return nil, err
 	}
 	// Typical users: following about the median, followed by few. Their
 	// stamps let the benchmark sign tokens for them.
 	var typical []int64
 	stamps := map[int64]string{}
-	rows, err := raw.Query(`SELECT Id, SecurityStamp FROM Users WHERE FollowingCount BETWEEN 15 AND 25 AND FollowerCount BETWEEN 5 AND 50 ORDER BY Id LIMIT 200`)
+	rows, err := raw.Query(`SELECT "Id", "SecurityStamp" FROM "Users" WHERE "FollowingCount" BETWEEN 15 AND 25 AND "FollowerCount" BETWEEN 5 AND 50 ORDER BY "Id" LIMIT 200`)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +249,7 @@ func prepareWorkload(url, dbPath string) (*workload, error) {
 		return nil, errors.New("no typical users found")
 	}
 	var maxID int64
-	raw.QueryRow(`SELECT MAX(Id) FROM Users`).Scan(&maxID)
+	raw.QueryRow(`SELECT MAX("Id") FROM "Users"`).Scan(&maxID)
 
 	// 25,000 deep on the large graph; most of the way down on a small one.
 	deep, err := cursorAt(url, top, min(25_000, topFollowers*8/10/100*100))

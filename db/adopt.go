@@ -32,6 +32,12 @@ import (
 // (__EFMigrationsHistory) are left alone, so the EF Core app can keep
 // running beside the server. A table that holds follows is never dropped
 // and recreated.
+//
+// The same holds on SQLite and on PostgreSQL (a database EF Core's Npgsql
+// provider made, with the same names quoted); what differs, reading the
+// catalogue, is the dialect's adoption. The statements here quote EF's
+// names that are not the server's (UserUser...), which PostgreSQL would
+// otherwise fold to lower case.
 
 // Adoption shapes.
 const (
@@ -112,12 +118,41 @@ func (s *Store) adoptExisting(ctx context.Context) (Plan, error) {
 	return plan, err
 }
 
+// adoption is how a dialect's catalogue is read and written for
+// adopting an EF Core database.
+type adoption struct {
+	// tables selects the names of the tables there are.
+	tables string
+	// exists counts the tables and indexes named ?.
+	exists string
+	// lock, if not "", is run first in a transaction that adopts, so
+	// that instances started together adopt one after another (the
+	// later ones then find the database adopted). SQLite's write
+	// transaction does that already.
+	lock string
+	// joinEntity are the steps, beyond migration 1's missing objects,
+	// that an adopted Follows table needs for the server's writes;
+	// laterSteps says what the later migrations do to it beyond adding
+	// counts, blocks and settings, for the plan.
+	joinEntity []adoptStep
+	laterSteps string
+}
+
+// adoptStep is a statement an adoption runs and what its plan says of it.
+type adoptStep struct{ says, stmt string }
+
 func (s *Store) adopt(ctx context.Context, r runner, apply bool) (Plan, error) {
-	if s.d.name != "sqlite" {
-		// Detection below reads SQLite's catalogue.
+	a := s.d.adoption
+	if a == nil {
+		// SQL Server: the server creates its own tables.
 		return Plan{Shape: ShapeNew}, nil
 	}
-	tables, err := sqliteTables(ctx, r)
+	if apply && a.lock != "" {
+		if _, err := r.exec(ctx, a.lock); err != nil {
+			return Plan{}, fmt.Errorf("adopt: wait for other instances: %w", err)
+		}
+	}
+	tables, err := catalogueTables(ctx, r, a.tables)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -134,8 +169,9 @@ func (s *Store) adopt(ctx context.Context, r runner, apply bool) (Plan, error) {
 	return Plan{}, errors.New("adopt: a Users table without follows (neither UserUser nor Follows): not a database of this model")
 }
 
-func sqliteTables(ctx context.Context, r runner) (map[string]bool, error) {
-	rows, err := r.query(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table'`)
+// catalogueTables runs a dialect's query for the names of the tables.
+func catalogueTables(ctx context.Context, r runner, query string) (map[string]bool, error) {
+	rows, err := r.query(ctx, query)
 	if err != nil {
 		return nil, err
 	}
@@ -192,14 +228,15 @@ func problems(ctx context.Context, r runner, checks map[string]string) ([]string
 }
 
 // usersChecks are the Users rows the server's constraints would refuse.
+// Names are ASCII, so lower() compares them as SQLite's NOCASE does.
 var usersChecks = map[string]string{
-	"two users share a name (names are unique without regard to case)": `SELECT group_concat(Id || ' ' || Name, ', ') FROM Users GROUP BY Name COLLATE NOCASE HAVING COUNT(*) > 1`,
+	"two users share a name (names are unique without regard to case)": `SELECT string_agg(Id || ' ' || Name, ', ' ORDER BY Id) FROM Users GROUP BY lower(Name) HAVING COUNT(*) > 1`,
 	"a user without a name": `SELECT CAST(Id AS TEXT) FROM Users WHERE Name IS NULL OR Name = ''`,
 }
 
 func (s *Store) convertUserUser(ctx context.Context, r runner, apply bool) (Plan, error) {
 	var rowCount int
-	if err := r.queryRow(ctx, `SELECT COUNT(*) FROM UserUser`, nil, &rowCount); err != nil {
+	if err := r.queryRow(ctx, `SELECT COUNT(*) FROM "UserUser"`, nil, &rowCount); err != nil {
 		return Plan{}, fmt.Errorf("adopt: read UserUser: %w", err)
 	}
 	plan := Plan{Shape: ShapeConvention, Steps: []string{
@@ -209,10 +246,11 @@ func (s *Store) convertUserUser(ctx context.Context, r runner, apply bool) (Plan
 		"check that Follows holds as many rows as UserUser, then drop UserUser",
 		"record the schema as at migration 1; later migrations add counts, blocks and settings",
 	}}
+	const pair = `"FollowersId" || ' -> ' || "FollowingId"`
 	checks := map[string]string{
-		"a user following itself (UserUser row)":            `SELECT FollowersId || ' -> ' || FollowingId FROM UserUser WHERE FollowersId = FollowingId`,
-		"a follower that is not a user (UserUser row)":      `SELECT FollowersId || ' -> ' || FollowingId FROM UserUser WHERE FollowersId NOT IN (SELECT Id FROM Users)`,
-		"a followed user that is not a user (UserUser row)": `SELECT FollowersId || ' -> ' || FollowingId FROM UserUser WHERE FollowingId NOT IN (SELECT Id FROM Users)`,
+		"a user following itself (UserUser row)":            `SELECT ` + pair + ` FROM "UserUser" WHERE "FollowersId" = "FollowingId"`,
+		"a follower that is not a user (UserUser row)":      `SELECT ` + pair + ` FROM "UserUser" WHERE "FollowersId" NOT IN (SELECT Id FROM Users)`,
+		"a followed user that is not a user (UserUser row)": `SELECT ` + pair + ` FROM "UserUser" WHERE "FollowingId" NOT IN (SELECT Id FROM Users)`,
 	}
 	if err := refuseBadRows(ctx, r, checks); err != nil || !apply {
 		return plan, err
@@ -221,7 +259,7 @@ func (s *Store) convertUserUser(ctx context.Context, r runner, apply bool) (Plan
 		return Plan{}, err
 	}
 	if _, err := r.exec(ctx, `INSERT INTO Follows (FollowerId, FolloweeId, CreatedAt)
-SELECT FollowersId, FollowingId, ? FROM UserUser`, s.d.timeArg(time.Now())); err != nil {
+SELECT "FollowersId", "FollowingId", ? FROM "UserUser"`, s.d.timeArg(time.Now())); err != nil {
 		return Plan{}, fmt.Errorf("adopt: copy UserUser into Follows: %w", err)
 	}
 	var copied int
@@ -231,7 +269,7 @@ SELECT FollowersId, FollowingId, ? FROM UserUser`, s.d.timeArg(time.Now())); err
 	if copied != rowCount {
 		return Plan{}, fmt.Errorf("adopt: Follows holds %d rows after copying %d from UserUser; nothing was changed", copied, rowCount)
 	}
-	if _, err := r.exec(ctx, `DROP TABLE UserUser`); err != nil {
+	if _, err := r.exec(ctx, `DROP TABLE "UserUser"`); err != nil {
 		return Plan{}, fmt.Errorf("adopt: drop UserUser: %w", err)
 	}
 	return plan, markMigrated(ctx, r)
@@ -241,8 +279,11 @@ func (s *Store) adoptFollows(ctx context.Context, r runner, apply bool) (Plan, e
 	plan := Plan{Shape: ShapeJoinEntity, Steps: []string{
 		"keep Follows and its rows as they are",
 		"add what is missing of IX_Users_Name and the two keyset indexes on Follows",
-		"record the schema as at migration 1; later migrations add counts, blocks and settings, and write every CreatedAt in one fixed form (seven fractional digits)",
 	}}
+	for _, st := range s.d.adoption.joinEntity {
+		plan.Steps = append(plan.Steps, st.says)
+	}
+	plan.Steps = append(plan.Steps, "record the schema as at migration 1; later migrations add counts, blocks and settings"+s.d.adoption.laterSteps)
 	checks := map[string]string{
 		"a user following itself (Follows row)": `SELECT FollowerId || ' -> ' || FolloweeId FROM Follows WHERE FollowerId = FolloweeId`,
 		"a follow of or by a missing user (Follows row)": `SELECT FollowerId || ' -> ' || FolloweeId FROM Follows
@@ -254,6 +295,11 @@ WHERE FollowerId NOT IN (SELECT Id FROM Users) OR FolloweeId NOT IN (SELECT Id F
 	if err := s.createFollowsSchema(ctx, r); err != nil {
 		return Plan{}, err
 	}
+	for _, st := range s.d.adoption.joinEntity {
+		if _, err := r.exec(ctx, st.stmt); err != nil {
+			return Plan{}, fmt.Errorf("adopt: %s: %w", st.says, err)
+		}
+	}
 	return plan, markMigrated(ctx, r)
 }
 
@@ -261,7 +307,7 @@ WHERE FollowerId NOT IN (SELECT Id FROM Users) OR FolloweeId NOT IN (SELECT Id F
 // everything but the Users table, which EF Core made, and objects that
 // exist already under their name.
 func (s *Store) createFollowsSchema(ctx context.Context, r runner) error {
-	src, err := fs.ReadFile(migrations, "migrations/sqlite/00001_users_and_follows.sql")
+	src, err := fs.ReadFile(migrations, "migrations/"+s.d.name+"/00001_users_and_follows.sql")
 	if err != nil {
 		return err
 	}
@@ -271,7 +317,7 @@ func (s *Store) createFollowsSchema(ctx context.Context, r runner) error {
 			continue
 		}
 		var n int
-		if err := r.queryRow(ctx, `SELECT COUNT(*) FROM sqlite_schema WHERE name = ?`, []any{name}, &n); err != nil {
+		if err := r.queryRow(ctx, s.d.adoption.exists, []any{name}, &n); err != nil {
 			return err
 		}
 		if n > 0 {
@@ -301,7 +347,7 @@ func createdName(stmt string) string {
 // markMigrated records, in goose's own table, that migration 1's schema is
 // in place.
 func markMigrated(ctx context.Context, r runner) error {
-	st, err := database.NewStore(goose.DialectSQLite3, goose.DefaultTablename)
+	st, err := database.NewStore(r.s.d.goose, goose.DefaultTablename)
 	if err != nil {
 		return err
 	}

@@ -20,11 +20,17 @@ import (
 // per follow as the lists do: recounting 100,000 users over 3.3 million
 // follows took 1.2 s in this form and 6.4 s with the join (sqlite3 3.40).
 func followerCount(user string) string {
-	return `(SELECT COUNT(*) FROM Follows AS f WHERE f.FolloweeId = ` + user + ` AND f.FollowerId NOT IN (` + deactivatedIDs + `))`
+	return `(SELECT COUNT(*) FROM Follows AS f WHERE f.FolloweeId = ` + user + ` AND ` + counted("FollowerId") + `)`
 }
 
 func followingCount(user string) string {
-	return `(SELECT COUNT(*) FROM Follows AS f WHERE f.FollowerId = ` + user + ` AND f.FolloweeId NOT IN (` + deactivatedIDs + `))`
+	return `(SELECT COUNT(*) FROM Follows AS f WHERE f.FollowerId = ` + user + ` AND ` + counted("FolloweeId") + `)`
+}
+
+// counted is the rule's condition on a follow f, counted for the user at
+// one of its ends: the other end, in column other, is not deactivated.
+func counted(other string) string {
+	return `f.` + other + ` NOT IN (` + deactivatedIDs + `)`
 }
 
 var deactivatedIDs = `SELECT d.Id FROM Users AS d WHERE NOT (` + active("d") + `)`
@@ -35,6 +41,25 @@ func recountUsers(affected string) string {
 	return `UPDATE Users SET FollowerCount = ` + followerCount("Users.Id") + `,
   FollowingCount = ` + followingCount("Users.Id") + `
 WHERE Id IN (` + affected + `)`
+}
+
+// recountUsersGrouped is recountUsers for a bulk import, which touches
+// most users: the rule applied in one pass over the follow table grouped
+// by each end, rather than in two index lookups per user. On PostgreSQL
+// those lookups read the freshly loaded rows in the followees' scattered
+// order (100,000 users over 3.3 million follows: 21 s, against 7 s
+// grouped); on SQLite the two cost about the same (1.0-1.5 s per-user,
+// 1.4-1.7 s grouped, sqlite3 3.40), so one form serves both.
+func recountUsersGrouped(affected string) string {
+	grouped := func(end, other string) string {
+		return `SELECT f.` + end + ` AS Id, COUNT(*) AS n FROM Follows AS f WHERE ` + counted(other) + ` GROUP BY f.` + end
+	}
+	return `UPDATE Users SET FollowerCount = coalesce(c.Followers, 0), FollowingCount = coalesce(c.Following, 0)
+FROM (SELECT u.Id, fr.n AS Followers, fg.n AS Following FROM Users AS u
+  LEFT JOIN (` + grouped("FolloweeId", "FollowerId") + `) AS fr ON fr.Id = u.Id
+  LEFT JOIN (` + grouped("FollowerId", "FolloweeId") + `) AS fg ON fg.Id = u.Id
+  WHERE u.Id IN (` + affected + `)) AS c
+WHERE Users.Id = c.Id`
 }
 
 // aroundUser selects a user (id, three times), the users it follows and

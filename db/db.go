@@ -259,6 +259,9 @@ func (s *Store) stmt(ctx context.Context, text string) (*sql.Stmt, error) {
 type runner struct {
 	s  *Store
 	tx *sql.Tx
+	// conn is the connection tx runs on, for what database/sql cannot
+	// say (COPY); only a bulk import's transaction has it (see bulkTx).
+	conn *sql.Conn
 }
 
 // prepared returns the statement's prepared form, or nil inside a

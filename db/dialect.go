@@ -67,8 +67,9 @@ type dialect struct {
 	// parameters are the lowest and highest id it may hold, and how many
 	// rows.
 	listUsers [2]string
-	// recountIDs applies the count rule to the users of a JSON array of ids.
-	recountIDs string
+	// recountIDs applies the count rule to the users of a JSON array of
+	// ids; recountImported does too, for a bulk import's many users.
+	recountIDs, recountImported string
 
 	// pagesQuery and suggestionsQuery make one statement answering a batch
 	// of per-user queries, pagesQuery of pages that all go one way. Each
@@ -97,6 +98,19 @@ type dialect struct {
 	// secondary indexes and its triggers (the counts' among them) and
 	// returns what restores them; nil where bulk import is not supported.
 	setAsideFollowIndexes func(ctx context.Context, r runner) (restore func() error, err error)
+	// copyRows, if not nil, writes a bulk import's rows into table's
+	// columns on conn, inside its transaction, with COPY; a row the
+	// database refuses comes back as a *failedRow. Without it, rows go
+	// in with multi-row INSERTs.
+	copyRows func(ctx context.Context, conn *sql.Conn, table string, cols []string, rows [][]any) error
+	// adoption reads the catalogue for adopting an EF Core database
+	// (adopt.go); nil where the server does not adopt one.
+	adoption *adoption
+
+	// afterImport are the statements that end a bulk import, in its
+	// transaction: what the dialect needs done after loading rows with
+	// their own ids, and fresh statistics.
+	afterImport []string
 }
 
 func dialectFor(dsn string) (*dialect, string, error) {
@@ -104,7 +118,7 @@ func dialectFor(dsn string) (*dialect, string, error) {
 	case strings.HasPrefix(dsn, "sqlserver://"):
 		return sqlserverDialect().finish(), dsn, nil
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		return postgresDialect().finish(), dsn, nil
+		return postgresDialect().finish(), postgresDSN(dsn), nil
 	case dsn == "":
 		return nil, "", errors.New("no database given")
 	default:
@@ -117,6 +131,7 @@ func dialectFor(dsn string) (*dialect, string, error) {
 func (d *dialect) finish() *dialect {
 	d.usersByID = `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id IN (` + d.idSet + `)`
 	d.recountIDs = recountUsers(d.idSet)
+	d.recountImported = recountUsersGrouped(d.idSet)
 	d.selectPairUsers = `SELECT ` + userColumns + ` FROM Users AS u` + d.actLock.hint + ` WHERE u.Id IN (?, ?) ORDER BY u.Id` + d.actLock.suffix
 	d.lockAroundUser = `SELECT u.Id FROM Users AS u` + d.aroundLock.hint + ` WHERE u.Id IN (` + aroundUser + `) ORDER BY u.Id` + d.aroundLock.suffix
 	return d

@@ -63,14 +63,23 @@ func (e ImportErrors) Error() string {
 
 const maxImportErrors = 20
 
-// ImportStats say what an import loaded.
+// ImportStats say what an import loaded, and where its time went: Load
+// checking and writing the rows, Rebuild making the set-aside indexes and
+// triggers again, Recount the counts of the users it touched (with the
+// statements that end it, such as fresh planner statistics).
 type ImportStats struct {
-	Users, Follows int
+	Users, Follows         int
+	Load, Rebuild, Recount time.Duration
 }
 
 // importBatch is how many rows one INSERT carries: 3 columns x 300 rows
 // stays under SQLite's and SQL Server's parameter limits.
 const importBatch = 300
+
+// copyBatch is how many rows one COPY carries, where the dialect has
+// COPY (see dialect.copyRows): enough that a statement's round trip
+// costs nothing beside its rows.
+const copyBatch = 50_000
 
 // Import bulk-loads users and then follows, in one transaction: either
 // every row goes in or, when any row is bad, none does, and the error
@@ -81,8 +90,9 @@ const importBatch = 300
 // table's indexes and triggers are set aside while rows go in and rebuilt
 // once at the end, which is what makes millions of rows a matter of
 // seconds; then the counts of the users at either end of an imported
-// follow are recounted by the count rule (see counts.go). progress, if not
-// nil, is told the follows loaded so far.
+// follow are recounted by the count rule (see counts.go). Rows go in with
+// multi-row INSERTs, or with COPY where the dialect has it (PostgreSQL).
+// progress, if not nil, is told the follows loaded so far.
 //
 // The import holds the database's write lock throughout: run it on a
 // database that is not serving writes.
@@ -98,14 +108,15 @@ func (s *Store) Import(ctx context.Context, users iter.Seq2[UserRow, error], fol
 		return true
 	}
 	if s.d.setAsideFollowIndexes == nil || s.d.keepUserIDsAbove == nil {
-		return ImportStats{}, fmt.Errorf("import: bulk import supports SQLite; import into a SQLite file and move it with export")
+		return ImportStats{}, fmt.Errorf("import: bulk import supports SQLite and PostgreSQL; import into one of them and move the graph with export")
 	}
+	start := time.Now()
 	err := s.bulkTx(ctx, func(r runner) error {
 		ids, names, err := existingUsers(ctx, r)
 		if err != nil {
 			return err
 		}
-		ins := newBatchInsert(ctx, r, `INSERT INTO Users (Id, Name, SecurityStamp) VALUES `, 3)
+		ins := s.rowSink(ctx, r, "Users", []string{"Id", "Name", "SecurityStamp"}, func(v []any) string { return fmt.Sprintf("user id %v", v[0]) })
 		for u, err := range users {
 			if err != nil {
 				if !reject(err) {
@@ -147,10 +158,7 @@ func (s *Store) Import(ctx context.Context, users iter.Seq2[UserRow, error], fol
 		// touched are the users at either end of an imported follow: the
 		// ones whose counts the import changes.
 		touched := map[int64]bool{}
-		ins = newBatchInsert(ctx, r, `INSERT INTO Follows (FollowerId, FolloweeId, CreatedAt) VALUES `, 3)
-		ins.onFlushError = func(err error) error {
-			return findDuplicate(ctx, r, ins, err)
-		}
+		ins = s.rowSink(ctx, r, "Follows", []string{"FollowerId", "FolloweeId", "CreatedAt"}, func(v []any) string { return fmt.Sprintf("follow %v -> %v", v[0], v[1]) })
 		for f, err := range follows {
 			switch {
 			case err != nil:
@@ -186,12 +194,22 @@ func (s *Store) Import(ctx context.Context, users iter.Seq2[UserRow, error], fol
 		if progress != nil {
 			progress(st.Follows)
 		}
+		st.Load = time.Since(start)
 		if err := restore(); err != nil {
 			return err
 		}
+		st.Rebuild = time.Since(start) - st.Load
 		// The set-aside triggers did not count the imported follows.
-		_, err = r.exec(ctx, s.d.recountIDs, idList(slices.Collect(maps.Keys(touched))))
-		return err
+		if _, err = r.exec(ctx, s.d.recountImported, idList(slices.Collect(maps.Keys(touched)))); err != nil {
+			return err
+		}
+		for _, q := range s.d.afterImport {
+			if _, err := r.tx.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
+		st.Recount = time.Since(start) - st.Load - st.Rebuild
+		return nil
 	})
 	var ie ImportErrors
 	if errors.As(err, &ie) {
@@ -246,13 +264,118 @@ func (s *Store) bulkTx(ctx context.Context, fn func(r runner) error) error {
 	if err != nil {
 		return s.d.classify(err)
 	}
-	return s.runTx(tx, fn)
+	return s.runTx(tx, func(r runner) error {
+		r.conn = conn
+		return fn(r)
+	})
 }
 
-// findDuplicate runs after a batch of follows failed: it inserts the batch
+// setAside drops, for a bulk import, the objects that a catalogue query
+// lists, each row a kind, a name and the statement that makes the object
+// again, with the statement drop makes of its kind and name; it returns
+// what makes them again, in the order listed.
+func setAside(ctx context.Context, r runner, catalogue string, drop func(kind, name string) string) (restore func() error, err error) {
+	rows, err := r.query(ctx, catalogue)
+	if err != nil {
+		return nil, err
+	}
+	type object struct{ kind, name, def string }
+	var saved []object
+	for rows.Next() {
+		var o object
+		if err := rows.Scan(&o.kind, &o.name, &o.def); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		saved = append(saved, o)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, o := range saved {
+		if _, err := r.tx.ExecContext(ctx, drop(o.kind, o.name)); err != nil {
+			return nil, fmt.Errorf("set aside %s %s: %w", o.kind, o.name, err)
+		}
+	}
+	return func() error {
+		for _, o := range saved {
+			if _, err := r.tx.ExecContext(ctx, o.def); err != nil {
+				return fmt.Errorf("recreate %s %s: %w", o.kind, o.name, err)
+			}
+		}
+		return nil
+	}, nil
+}
+
+// rowSink writes an import's rows into one table, many at a time. A row
+// refused as there already (a duplicate key) comes back as ImportErrors
+// naming it, as what describes its values and "is there already".
+type rowSink interface {
+	add(pos Pos, vals ...any) error
+	// flush writes the rows still gathered.
+	flush() error
+}
+
+// rowSink returns the dialect's way of loading rows into table's columns:
+// COPY where it has it, multi-row INSERTs otherwise.
+func (s *Store) rowSink(ctx context.Context, r runner, table string, cols []string, what func(vals []any) string) rowSink {
+	if s.d.copyRows != nil {
+		return &copySink{ctx: ctx, r: r, table: table, cols: cols, what: what}
+	}
+	b := newBatchInsert(ctx, r, `INSERT INTO `+table+` (`+strings.Join(cols, ", ")+`) VALUES `, len(cols))
+	b.onFlushError = func(err error) error { return findDuplicate(ctx, r, b, err, what) }
+	return b
+}
+
+// failedRow is an error the database raised on one row of many sent
+// together, at index row (from 0).
+type failedRow struct {
+	row int
+	err error
+}
+
+func (e *failedRow) Error() string { return fmt.Sprintf("row %d: %v", e.row+1, e.err) }
+func (e *failedRow) Unwrap() error { return e.err }
+
+// copySink gathers rows and writes copyBatch of them at a time with the
+// dialect's copyRows, on the bulk transaction's connection.
+type copySink struct {
+	ctx   context.Context
+	r     runner
+	table string
+	cols  []string
+	what  func([]any) string
+	rows  [][]any
+	pos   []Pos
+}
+
+func (c *copySink) add(pos Pos, vals ...any) error {
+	c.rows = append(c.rows, vals)
+	c.pos = append(c.pos, pos)
+	if len(c.rows) < copyBatch {
+		return nil
+	}
+	return c.flush()
+}
+
+func (c *copySink) flush() error {
+	if len(c.rows) == 0 {
+		return nil
+	}
+	err := c.r.s.d.copyRows(c.ctx, c.r.conn, c.table, c.cols, c.rows)
+	var fr *failedRow
+	if errors.As(err, &fr) && fr.row < len(c.rows) && errors.Is(c.r.s.d.classify(err), errDuplicate) {
+		return ImportErrors{{c.pos[fr.row], c.what(c.rows[fr.row]) + " is there already"}}
+	}
+	c.rows, c.pos = c.rows[:0], c.pos[:0]
+	return err
+}
+
+// findDuplicate runs after a batch of rows failed: it inserts the batch
 // row by row, inside a savepoint it then rolls back, to name the row at
 // fault.
-func findDuplicate(ctx context.Context, r runner, b *batchInsert, batchErr error) error {
+func findDuplicate(ctx context.Context, r runner, b *batchInsert, batchErr error, what func([]any) string) error {
 	if !errors.Is(r.s.d.classify(batchErr), errDuplicate) {
 		return batchErr
 	}
@@ -264,7 +387,7 @@ func findDuplicate(ctx context.Context, r runner, b *batchInsert, batchErr error
 		a := b.args[i*b.cols : (i+1)*b.cols]
 		if _, err := r.tx.ExecContext(ctx, r.s.d.rebind(b.text(1)), a...); err != nil {
 			if errors.Is(r.s.d.classify(err), errDuplicate) {
-				return ImportErrors{{pos, fmt.Sprintf("follow %v -> %v is there already", a[0], a[1])}}
+				return ImportErrors{{pos, what(a) + " is there already"}}
 			}
 			return err
 		}

@@ -182,8 +182,33 @@ SELECT a, b, now() - make_interval(secs => a * 3 + k) FROM generate_series(1, 30
 		}
 	}
 	text, args := s.d.suggestionsQuery([]SuggestionQuery{{User: 1, First: 10}, {User: 2, First: 10}})
-	if plan := explain(t, s, text, args); strings.Contains(plan, `Seq Scan on "Follows"`) {
-		t.Errorf("suggestions scan the follow table:\n%s", plan)
+	plan := explain(t, s, text, args)
+	if strings.Contains(plan, `Seq Scan on "Follows"`) || strings.Contains(plan, `Seq Scan on "Users"`) {
+		t.Errorf("suggestions scan the follow or user table:\n%s", plan)
+	}
+	// Only the newest follows count (SuggestionVia, SuggestionsPerVia):
+	// each list is read from the follower's keyset index, to a LIMIT.
+	if !strings.Contains(plan, `IX_Follows_FollowerId_CreatedAt_FolloweeId`) || !strings.Contains(plan, "Limit") {
+		t.Errorf("suggestions do not read the newest follows from the index, to a limit:\n%s", plan)
+	}
+}
+
+// The server's sessions run without JIT unless the DSN says otherwise;
+// the DSN's own parameters stay.
+func TestPostgresDSN(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://u:p@h:5432/db":                          "postgres://u:p@h:5432/db?jit=off",
+		"postgresql://u@h/db?sslmode=require":               "postgresql://u@h/db?jit=off&sslmode=require",
+		"postgres://u@h/db?jit=on&application_name=follows": "postgres://u@h/db?application_name=follows&jit=on",
+	} {
+		if got := postgresDSN(in); got != want {
+			t.Errorf("postgresDSN(%q) = %q, want %q", in, got, want)
+		}
+	}
+	s := openPostgres(t)
+	var jit string
+	if err := s.rawQueryRow(`SHOW jit`).Scan(&jit); err != nil || jit != "off" {
+		t.Errorf("jit = %q (%v) in the server's session, want off", jit, err)
 	}
 }
 

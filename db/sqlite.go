@@ -82,7 +82,12 @@ RETURNING CreatedAt`,
 JOIN Follows AS f ON f.FollowerId = p.value ->> 0 AND f.FolloweeId = p.value ->> 1`,
 		blocksExist: `SELECT b.BlockerId, b.BlockedId FROM json_each(?) AS p
 JOIN Blocks AS b ON b.BlockerId = p.value ->> 0 AND b.BlockedId = p.value ->> 1`,
-		mutualCounts:          `SELECT k.value, ` + mutualCount("k.value") + ` FROM json_each(?) AS k`,
+		mutualCounts: `SELECT k.value, ` + mutualCount("k.value") + ` FROM json_each(?) AS k`,
+		adoption: &adoption{
+			tables:     `SELECT name FROM sqlite_schema WHERE type = 'table'`,
+			exists:     `SELECT COUNT(*) FROM sqlite_schema WHERE name = ?`,
+			laterSteps: ", and write every CreatedAt in one fixed form (seven fractional digits)",
+		},
 		arg:                   func(v any) any { return v },
 		setAsideFollowIndexes: sqliteSetAsideFollowIndexes,
 		lastUserID:            sqliteLastUserID,
@@ -216,44 +221,17 @@ func section(tmpl, name string, keep bool) string {
 	return head + tail
 }
 
-// setAsideFollowIndexes drops the follow table's secondary indexes and
-// triggers, and returns what recreates them from their own saved SQL.
+// sqliteSetAsideFollowIndexes drops the follow table's secondary indexes
+// and triggers, and returns what recreates them from their own saved SQL.
 // Building an index once from all rows is far faster than keeping it
 // through millions of inserts; without the count triggers, Import
 // recounts the users it touched once the indexes are back.
 func sqliteSetAsideFollowIndexes(ctx context.Context, r runner) (restore func() error, err error) {
-	rows, err := r.query(ctx, `SELECT type, name, sql FROM sqlite_schema
-WHERE tbl_name = 'Follows' AND type IN ('index', 'trigger') AND sql IS NOT NULL`)
-	if err != nil {
-		return nil, err
-	}
-	type object struct{ kind, name, sql string }
-	var saved []object
-	for rows.Next() {
-		var o object
-		if err := rows.Scan(&o.kind, &o.name, &o.sql); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		saved = append(saved, o)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	for _, o := range saved {
-		if _, err := r.tx.ExecContext(ctx, fmt.Sprintf(`DROP %s "%s"`, strings.ToUpper(o.kind), strings.ReplaceAll(o.name, `"`, `""`))); err != nil {
-			return nil, err
-		}
-	}
-	return func() error {
-		for _, o := range saved {
-			if _, err := r.tx.ExecContext(ctx, o.sql); err != nil {
-				return fmt.Errorf("recreate %s %s: %w", o.kind, o.name, err)
-			}
-		}
-		return nil
-	}, nil
+	return setAside(ctx, r, `SELECT type, name, sql FROM sqlite_schema
+WHERE tbl_name = 'Follows' AND type IN ('index', 'trigger') AND sql IS NOT NULL`,
+		func(kind, name string) string {
+			return fmt.Sprintf(`DROP %s "%s"`, strings.ToUpper(kind), strings.ReplaceAll(name, `"`, `""`))
+		})
 }
 
 // Users.Id is AUTOINCREMENT, so SQLite gives no id twice: sqlite_sequence

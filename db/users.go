@@ -80,8 +80,12 @@ func asciiWord(s string, maxLen int, punct string) bool {
 
 // idList passes a batch of ids as one JSON array parameter, so that one
 // statement text (and one prepared statement) serves every batch size and
-// no batch runs into a driver's parameter limit.
+// no batch runs into a driver's parameter limit. No ids is an empty
+// array, not JSON's null, which PostgreSQL's array functions refuse.
 func idList(ids []int64) string {
+	if len(ids) == 0 {
+		return "[]"
+	}
 	b, _ := json.Marshal(ids)
 	return string(b)
 }

@@ -15,7 +15,11 @@ import (
 // BAD_USER_INPUT naming the argument; prefetch, which reads the same
 // arguments first, neither reports it nor fails.
 func TestMalformedListArgumentIsTheFieldsToReport(t *testing.T) {
-	a := apitest.Start(t)
+	apitest.Each(t, testMalformedListArgumentIsTheFieldsToReport)
+}
+
+func testMalformedListArgumentIsTheFieldsToReport(t *testing.T, on apitest.Database) {
+	a := on.Start(t)
 	if _, err := a.Store.LoadSample(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +64,11 @@ func TestMalformedListArgumentIsTheFieldsToReport(t *testing.T) {
 // resolver, an Int variable sent as a string included, so that the
 // resolvers find their pages loaded: one batch for the whole list.
 func TestPrefetchReadsArgumentsAsTheResolver(t *testing.T) {
-	a := apitest.Start(t)
+	apitest.Each(t, testPrefetchReadsArgumentsAsTheResolver)
+}
+
+func testPrefetchReadsArgumentsAsTheResolver(t *testing.T, on apitest.Database) {
+	a := on.Start(t)
 	if _, err := a.Store.LoadSample(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +106,11 @@ func TestPrefetchReadsArgumentsAsTheResolver(t *testing.T) {
 // that it skipped, and leaves the error to gqlgen's own execution of the
 // selection rather than failing the list's resolver.
 func TestPrefetchSkipsWhatGqlgenCannotCollect(t *testing.T) {
-	a := apitest.Start(t)
+	apitest.Each(t, testPrefetchSkipsWhatGqlgenCannotCollect)
+}
+
+func testPrefetchSkipsWhatGqlgenCannotCollect(t *testing.T, on apitest.Database) {
+	a := on.Start(t)
 	if _, err := a.Store.LoadSample(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -101,18 +101,13 @@ func StartDSN(t testing.TB, params string, opts ...func(*api.Config)) *Server {
 // yet to listen.
 func (d Database) newServer(t testing.TB, params string, opts []func(*api.Config)) (*Server, http.Handler) {
 	t.Helper()
-	var path, dsn string
-	switch d {
-	case SQLite:
-		path = filepath.Join(t.TempDir(), "follows.db")
-		dsn = path
+	dsn := d.NewDSN(t)
+	var path string
+	if d == SQLite {
+		path = dsn
 		if params != "" {
 			dsn += "?" + params
 		}
-	case Postgres:
-		dsn = pgtest.DSN(t, "the PostgreSQL run of the HTTP tests")
-	default:
-		t.Fatalf("no database %q", d)
 	}
 	m := api.NewMetrics()
 	store, err := db.Open(context.Background(), dsn, db.WithStatementHook(m.Statement))
@@ -134,6 +129,22 @@ func (d Database) newServer(t testing.TB, params string, opts []func(*api.Config
 	}
 	h := api.NewHandler(store, tokens, cfg, log, m)
 	return &Server{Database: d, DSN: dsn, DBPath: path, Store: store, t: t, logs: logs}, h
+}
+
+// NewDSN makes a new, empty database of this kind that lasts until the
+// test ends, and returns what db.Open and the server's -db take: a SQLite
+// file's path in a temporary folder, or a new PostgreSQL database's URL
+// (see pgtest.DSN).
+func (d Database) NewDSN(t testing.TB) string {
+	t.Helper()
+	switch d {
+	case SQLite:
+		return filepath.Join(t.TempDir(), "follows.db")
+	case Postgres:
+		return pgtest.DSN(t, "the PostgreSQL run of the HTTP tests")
+	}
+	t.Fatalf("no database %q", d)
+	return ""
 }
 
 // Logs is what the server has logged so far.

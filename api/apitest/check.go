@@ -2,6 +2,8 @@ package apitest
 
 import (
 	"database/sql"
+	"strings"
+	"testing"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 )
@@ -16,25 +18,49 @@ const countDrift = `SELECT COUNT(*) FROM "Users" AS u
                               WHERE f."FollowerId" = u."Id" AND o."DeactivatedAt" IS NULL)`
 
 // CheckGraph asserts what must hold of the server's database after any
-// mix of writes: on SQLite what the function CheckGraph checks, and on
-// PostgreSQL, which enforces its foreign keys itself, that kept counts
-// equal recounts.
+// mix of writes: see CheckDSN.
 func (s *Server) CheckGraph() {
 	s.t.Helper()
-	if s.Database == SQLite {
-		CheckGraph(s.t, s.DBPath)
+	CheckDSN(s.t, s.DSN)
+}
+
+// isPostgres tells a PostgreSQL DSN from a SQLite one, as db.Open does.
+func isPostgres(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
+// OpenDSN opens the database a DSN names directly, beside a server that
+// has it open, until the test ends: a SQLite file (as OpenRaw does) or a
+// PostgreSQL database. Statements on it quote the model's names, as
+// PostgreSQL needs them and SQLite reads them the same.
+func OpenDSN(t testing.TB, dsn string) *sql.DB {
+	t.Helper()
+	if !isPostgres(dsn) {
+		return OpenRaw(t, dsn)
+	}
+	raw, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	return raw
+}
+
+// CheckDSN asserts what must hold of a database after any mix of writes:
+// on SQLite what the function CheckGraph checks, and on PostgreSQL, which
+// enforces its foreign keys itself, that kept counts equal recounts.
+func CheckDSN(t testing.TB, dsn string) {
+	t.Helper()
+	if !isPostgres(dsn) {
+		CheckGraph(t, dsn)
 		return
 	}
-	raw, err := sql.Open("pgx", s.DSN)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := OpenDSN(t, dsn)
 	var drift int
 	if err := raw.QueryRow(countDrift).Scan(&drift); err != nil {
-		s.t.Fatal(err)
+		t.Fatal(err)
 	}
 	if drift != 0 {
-		s.t.Errorf("%d users' counts differ from a recount", drift)
+		t.Errorf("%d users' counts differ from a recount", drift)
 	}
 }

@@ -1,0 +1,422 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"follows/api/apitest"
+	"follows/db/pgtest"
+)
+
+// replicaSecret is the one secret the replicas share: long enough for
+// any minimum the token signer sets (32 bytes).
+const replicaSecret = "replicas-share-one-secret-of-40-bytes-xx"
+
+// replicaArgs start a server that a test's load may drive as fast as it
+// can from one address.
+func replicaArgs(dsn string) []string {
+	return []string{"-addr", "127.0.0.1:0", "-db", dsn, "-secret", replicaSecret, "-rate-signup", "off", "-rate-mutations", "off"}
+}
+
+// Four instances started at once on a new database all come up: one
+// migrates, the others wait for it, and every one serves.
+func TestInstancesStartTogether(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary")
+	}
+	apitest.Each(t, func(t *testing.T, on apitest.Database) {
+		bin := binary(t)
+		dsn := on.NewDSN(t)
+		const instances = 4
+		urls := make([]<-chan string, instances)
+		for i := range urls {
+			_, urls[i], _ = launchProcess(t, bin, replicaArgs(dsn)...)
+		}
+		deadline := time.After(60 * time.Second)
+		for i, urlc := range urls {
+			select {
+			case u := <-urlc:
+				if status := getStatus(t, u+"/readyz"); status != http.StatusOK {
+					t.Errorf("instance %d: /readyz %d", i+1, status)
+				}
+			case <-deadline:
+				t.Fatalf("instance %d of %d did not start within 60s", i+1, instances)
+			}
+		}
+	})
+}
+
+func getStatus(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// replicas are server processes on one database, which a load reaches
+// through each in turn; one may be replaced (killed and started again on
+// another port) while the load runs.
+type replicas struct {
+	t    *testing.T
+	bin  string
+	dsn  string
+	urls []atomic.Pointer[string]
+	cmds []*exec.Cmd
+	// acked counts the writes each replica acknowledged; progress is
+	// sent to, without blocking, after each.
+	acked    []atomic.Int64
+	progress chan struct{}
+	// unanswered counts the requests that got no answer.
+	unanswered atomic.Int64
+}
+
+func startReplicas(t *testing.T, bin, dsn string, n int) *replicas {
+	r := &replicas{t: t, bin: bin, dsn: dsn, urls: make([]atomic.Pointer[string], n), cmds: make([]*exec.Cmd, n),
+		acked: make([]atomic.Int64, n), progress: make(chan struct{}, 1)}
+	for i := range n {
+		r.start(i)
+	}
+	return r
+}
+
+// start starts replica i and waits for it to say where it serves.
+func (r *replicas) start(i int) {
+	r.t.Helper()
+	cmd, url, _ := startProcess(r.t, r.bin, replicaArgs(r.dsn)...)
+	r.cmds[i] = cmd
+	r.urls[i].Store(&url)
+}
+
+func (r *replicas) url(i int) string { return *r.urls[i%len(r.urls)].Load() }
+
+// total is how many writes the replicas acknowledged.
+func (r *replicas) total() int64 {
+	var n int64
+	for i := range r.acked {
+		n += r.acked[i].Load()
+	}
+	return n
+}
+
+// waitUntil waits until cond holds, looking again after each write
+// acknowledged, for at most a minute; then it fails the test, running
+// stop first.
+func (r *replicas) waitUntil(what string, cond func() bool, stop func()) {
+	r.t.Helper()
+	deadline := time.After(60 * time.Second)
+	for !cond() {
+		select {
+		case <-r.progress:
+		case <-deadline:
+			stop()
+			r.t.Fatalf("not within 60s: %s (%d writes acknowledged)", what, r.total())
+		}
+	}
+}
+
+// outcome is what became of a request: acknowledged, refused with a
+// GraphQL error (nothing written), or unknown (no answer: it may or may
+// not have been written).
+type outcome int
+
+const (
+	acked outcome = iota
+	refused
+	unknown
+)
+
+// send posts one GraphQL request to replica i and decodes its data into
+// out when it was acknowledged. An INTERNAL_SERVER_ERROR fails the test:
+// no race between replicas may reach a client as one.
+func (r *replicas) send(client *http.Client, i int, token, query string, vars map[string]any, out any) outcome {
+	req, _ := http.NewRequest("POST", r.url(i)+"/graphql", bytes.NewReader(apitest.Body(query, vars)))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		r.unanswered.Add(1)
+		return unknown
+	}
+	defer resp.Body.Close()
+	var res apitest.Response
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil || resp.StatusCode >= 500 {
+		r.unanswered.Add(1)
+		return unknown
+	}
+	if len(res.Errors) > 0 {
+		if code := res.Code(); code == "INTERNAL_SERVER_ERROR" || code == "" {
+			r.t.Errorf("%s %v on replica %d: %+v", strings.Fields(query)[1], vars, i%len(r.urls), res.Errors)
+		}
+		return refused
+	}
+	if out != nil {
+		json.Unmarshal(res.Data, out)
+	}
+	r.acked[i%len(r.urls)].Add(1)
+	select {
+	case r.progress <- struct{}{}:
+	default:
+	}
+	return acked
+}
+
+// known is a yes or no the load is sure of, or not.
+type known struct{ set, sure bool }
+
+// apply records a write's outcome: acknowledged, the state it set; refused,
+// no change; unknown, no longer sure.
+func (k *known) apply(o outcome, set bool) {
+	switch o {
+	case acked:
+		*k = known{set: set, sure: true}
+	case unknown:
+		k.sure = false
+	}
+}
+
+// A mixed write load sent through three server processes on one
+// PostgreSQL database, one of them killed with SIGKILL and started again
+// while it runs, loses nothing: every acknowledged follow, block and
+// sign-up is there, every acknowledged unfollow and unblock is not,
+// acknowledged deactivations stand, the counts equal recounts, and a
+// token one replica minted works on every replica, the restarted one
+// included.
+//
+// Each worker acts as accounts of its own on users of its own (targets
+// that never act), and follows other workers' accounts too; so each pair's
+// writes come from one worker, in order, and what the load last had
+// acknowledged of it is what the database must hold.
+func TestReplicasLoseNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary")
+	}
+	dsn := pgtest.DSN(t, "the replicas test (three server processes on one PostgreSQL database)")
+	bin := binary(t)
+	const (
+		nReplicas  = 3
+		workers    = 6
+		actorsPer  = 2
+		targetsPer = 4
+	)
+	reps := startReplicas(t, bin, dsn, nReplicas)
+	client := &http.Client{Timeout: 10 * time.Second}
+	signUp := func(i int, name string) (apitest.Account, outcome) {
+		var out struct {
+			CreateUser struct {
+				User  struct{ ID string }
+				Token string
+			}
+		}
+		o := reps.send(client, i, "", `mutation($n: String!) { createUser(input: {name: $n}) { user { id } token } }`, map[string]any{"n": name}, &out)
+		return apitest.Account{ID: out.CreateUser.User.ID, Name: name, Token: out.CreateUser.Token}, o
+	}
+	// Accounts and targets signed up through every replica in turn, so
+	// that each replica minted some of the tokens.
+	type worker struct {
+		actors, targets []apitest.Account
+		mintedBy        []int // the replica that minted each actor's token
+	}
+	ws := make([]*worker, workers)
+	n := 0
+	for g := range ws {
+		ws[g] = &worker{}
+		for k := range actorsPer + targetsPer {
+			a, o := signUp(n, fmt.Sprintf("w%da%d", g, k))
+			if o != acked {
+				t.Fatalf("sign-up before the load: %v", o)
+			}
+			if k < actorsPer {
+				ws[g].actors = append(ws[g].actors, a)
+				ws[g].mintedBy = append(ws[g].mintedBy, n%nReplicas)
+			} else {
+				ws[g].targets = append(ws[g].targets, a)
+			}
+			n++
+		}
+	}
+	var allActors []apitest.Account
+	for _, w := range ws {
+		allActors = append(allActors, w.actors...)
+	}
+
+	// What each worker had acknowledged, keyed by ids.
+	type state struct {
+		follows, blocks map[[2]string]*known
+		deactivated     map[string]*known
+		signedUp        []apitest.Account
+	}
+	states := make([]*state, workers)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g, w := range ws {
+		st := &state{follows: map[[2]string]*known{}, blocks: map[[2]string]*known{}, deactivated: map[string]*known{}}
+		states[g] = st
+		get := func(m map[[2]string]*known, a, b string) *known {
+			k := m[[2]string{a, b}]
+			if k == nil {
+				k = &known{sure: true}
+				m[[2]string{a, b}] = k
+			}
+			return k
+		}
+		for _, a := range w.actors {
+			st.deactivated[a.ID] = &known{sure: true}
+		}
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 13))
+			for i := g; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				me := w.actors[rng.IntN(len(w.actors))]
+				target := w.targets[rng.IntN(len(w.targets))]
+				switch p := rng.IntN(100); {
+				case p < 35: // a follow, of a target or of another worker's account
+					other := target
+					if rng.IntN(3) == 0 {
+						other = allActors[rng.IntN(len(allActors))]
+					}
+					if other.ID == me.ID {
+						continue
+					}
+					o := reps.send(client, i, me.Token, apitest.FollowMutation, map[string]any{"id": other.ID}, nil)
+					get(st.follows, me.ID, other.ID).apply(o, true)
+				case p < 55:
+					other := target
+					if rng.IntN(3) == 0 {
+						other = allActors[rng.IntN(len(allActors))]
+					}
+					o := reps.send(client, i, me.Token, `mutation($id: ID!) { unfollow(input: {userId: $id}) { wasFollowing } }`, map[string]any{"id": other.ID}, nil)
+					get(st.follows, me.ID, other.ID).apply(o, false)
+				case p < 67: // a block takes the follow between them away
+					o := reps.send(client, i, me.Token, `mutation($id: ID!) { block(input: {userId: $id}) { removedFollows } }`, map[string]any{"id": target.ID}, nil)
+					get(st.blocks, me.ID, target.ID).apply(o, true)
+					get(st.follows, me.ID, target.ID).apply(o, false)
+				case p < 77:
+					o := reps.send(client, i, me.Token, `mutation($id: ID!) { unblock(input: {userId: $id}) { wasBlocked } }`, map[string]any{"id": target.ID}, nil)
+					get(st.blocks, me.ID, target.ID).apply(o, false)
+				case p < 87: // deactivate, then reactivate through the next replicas
+					d := st.deactivated[me.ID]
+					o := reps.send(client, i, me.Token, `mutation { deactivateAccount { deactivated } }`, nil, nil)
+					d.apply(o, true)
+					for try := 1; try <= 2*nReplicas && (!d.sure || d.set); try++ {
+						o := reps.send(client, i+try, me.Token, `mutation { reactivateAccount { deactivated } }`, nil, nil)
+						d.apply(o, false)
+					}
+				default: // a sign-up, which becomes one of this worker's targets
+					if a, o := signUp(i, fmt.Sprintf("w%dn%d", g, i)); o == acked {
+						st.signedUp = append(st.signedUp, a)
+						w.targets = append(w.targets, a)
+					}
+				}
+			}
+		})
+	}
+	end := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	defer end()
+	base := reps.total()
+	reps.waitUntil("150 writes acknowledged before the kill", func() bool { return reps.total()-base >= 150 }, end)
+	reps.cmds[1].Process.Signal(syscall.SIGKILL)
+	reps.cmds[1].Wait()
+	killedAt := reps.total()
+	reps.start(1)
+	restartedBase := reps.acked[1].Load()
+	reps.waitUntil("50 writes acknowledged through the restarted replica", func() bool { return reps.acked[1].Load()-restartedBase >= 50 }, end)
+	end()
+
+	// Every write is settled; what the load knows must be what is there.
+	raw := apitest.OpenDSN(t, dsn)
+	present := followPairs(t, dsn)
+	blocks := map[[2]string]bool{}
+	rows, err := raw.Query(`SELECT "BlockerId", "BlockedId" FROM "Blocks"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var p [2]string
+		rows.Scan(&p[0], &p[1])
+		blocks[p] = true
+	}
+	rows.Close()
+	deactivated := map[string]bool{}
+	names := map[string]string{}
+	rows, err = raw.Query(`SELECT "Id", "Name", "DeactivatedAt" IS NOT NULL FROM "Users"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id, name string
+		var d bool
+		rows.Scan(&id, &name, &d)
+		deactivated[id], names[id] = d, name
+	}
+	rows.Close()
+	checked, wrong := 0, 0
+	expect := func(what string, got bool, k *known) {
+		if !k.sure {
+			return
+		}
+		checked++
+		if got != k.set {
+			wrong++
+			t.Errorf("%s: %v in the database, %v acknowledged", what, got, k.set)
+		}
+	}
+	signUps := 0
+	for _, st := range states {
+		for p, k := range st.follows {
+			expect(fmt.Sprintf("follow %s -> %s", p[0], p[1]), present[p], k)
+		}
+		for p, k := range st.blocks {
+			expect(fmt.Sprintf("block %s -> %s", p[0], p[1]), blocks[p], k)
+		}
+		for id, k := range st.deactivated {
+			expect("user "+id+" deactivated", deactivated[id], k)
+		}
+		for _, a := range st.signedUp {
+			signUps++
+			if names[a.ID] != a.Name {
+				t.Errorf("signed-up user %s (%s) is %q in the database", a.ID, a.Name, names[a.ID])
+			}
+		}
+	}
+	t.Logf("%d writes acknowledged (%d before the kill, %d through the restarted replica after its restart; %d sign-ups), %d unanswered; %d outcomes known and checked, %d wrong",
+		reps.total()-base, killedAt-base, reps.acked[1].Load()-restartedBase, signUps, reps.unanswered.Load(), checked, wrong)
+
+	// The counters equal recounts: the server's own check finds nothing.
+	out, err := exec.Command(bin, "-check-counts", "-db", dsn).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "0 users had drifted counts") {
+		t.Errorf("-check-counts: %v\n%s", err, out)
+	}
+	apitest.CheckDSN(t, dsn)
+
+	// Tokens minted by each replica, the killed one before its death
+	// included, work on every replica.
+	for _, w := range ws {
+		for k, a := range w.actors {
+			for i := range nReplicas {
+				var v struct{ Viewer struct{ ID string } }
+				if o := reps.send(client, i, a.Token, `{ viewer { id } }`, nil, &v); o != acked || v.Viewer.ID != a.ID {
+					t.Errorf("a token minted by replica %d, used on replica %d: %v, viewer %q, want %q", w.mintedBy[k], i, o, v.Viewer.ID, a.ID)
+				}
+			}
+		}
+	}
+}
