@@ -38,6 +38,9 @@ type config struct {
 	noPlayground, noIntrospection bool
 	corsOrigins, corsHeaders      string
 	logFormat                     string
+	// metricsOperations, comma-separated, are the only operation names
+	// /metrics labels (api.NewMetrics); none: the first 200 accepted.
+	metricsOperations string
 
 	// Connections (api.ServerConfig) and rate limits per client address;
 	// the rates are N/PERIOD strings, read by check.
@@ -226,6 +229,7 @@ func newServerFlags(stderr io.Writer, getenv func(string) string) (*config, *fla
 	fs.Var(choice{&c.logFormat, []string{"text", "json"}}, "log-format", "`format` the server writes its log in (log/slog): text or json")
 	fs.StringVar(&c.corsOrigins, "cors-origins", c.corsOrigins, "comma-separated origins allowed to call /graphql from a browser, or *; none by default")
 	fs.StringVar(&c.corsHeaders, "cors-headers", c.corsHeaders, "comma-separated request headers that pages on -cors-origins may send, or * for any")
+	fs.StringVar(&c.metricsOperations, "metrics-operations", c.metricsOperations, "comma-separated operation names /metrics labels, every other counted as other; none: the first 200 names of accepted operations")
 	fs.DurationVar(&c.readTimeout, "read-timeout", c.readTimeout, "longest reading a request's headers and body may take; /graphql cuts a body off at -request-timeout too (408)")
 	fs.DurationVar(&c.writeTimeout, "write-timeout", c.writeTimeout, "longest from a request's headers to the end of its answer; keep it above -request-timeout")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", c.idleTimeout, "how long a kept-alive connection may wait for its next request")

@@ -20,6 +20,9 @@ type Metrics struct {
 
 	mu  sync.Mutex
 	ops map[string]bool
+	// named, when not nil, are the only operation names that become
+	// labels: the operator's list, which no client can fill.
+	named map[string]bool
 }
 
 // maxOperationLabels bounds the operation names kept as labels: clients
@@ -32,8 +35,12 @@ const maxOperationLabels = 200
 const refusedLabel = "refused"
 
 // NewMetrics makes the metrics, with the Go runtime's and the process's
-// collectors, in a registry of their own.
-func NewMetrics() *Metrics {
+// collectors, in a registry of their own. Given operation names, only
+// those are labels and every other operation counts as "other"; without,
+// the first 200 names of accepted operations are, which a client sending
+// valid operations under made-up names can use up before the real ones
+// are first seen.
+func NewMetrics(operations ...string) *Metrics {
 	m := &Metrics{
 		registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -56,6 +63,12 @@ func NewMetrics() *Metrics {
 		}, []string{"code"}),
 		ops: map[string]bool{},
 	}
+	if len(operations) > 0 {
+		m.named = map[string]bool{}
+		for _, op := range operations {
+			m.named[op] = true
+		}
+	}
 	m.registry.MustRegister(m.requests, m.latency, m.statements, m.batches, m.errors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -66,7 +79,12 @@ func (m *Metrics) operation(name string, d time.Duration) {
 		name = "anonymous"
 	}
 	m.mu.Lock()
-	if !m.ops[name] {
+	switch {
+	case m.named != nil:
+		if !m.named[name] && name != refusedLabel && name != "anonymous" {
+			name = "other"
+		}
+	case !m.ops[name]:
 		if len(m.ops) >= maxOperationLabels {
 			name = "other"
 		} else {
