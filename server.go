@@ -119,7 +119,7 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 		return err
 	}
 	// The metrics come first: the store reports its statements to them.
-	m := api.NewMetrics(strings.FieldsFunc(c.metricsOperations, func(r rune) bool { return r == ',' || r == ' ' })...)
+	m := api.NewMetrics(c.metricsOperations)
 	store, err := db.Open(ctx, c.dsn, db.WithStatementHook(m.Statement))
 	if err != nil {
 		return err

@@ -24,7 +24,7 @@ func benchHandler(b *testing.B) http.Handler {
 	if path == "" {
 		b.Skip("set FOLLOWS_BENCH_DB to an imported graph (see BENCHMARKS.md)")
 	}
-	m := api.NewMetrics()
+	m := api.NewMetrics("")
 	store, err := db.Open(context.Background(), path, db.WithStatementHook(m.Statement))
 	if err != nil {
 		b.Fatal(err)

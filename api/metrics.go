@@ -35,12 +35,12 @@ const maxOperationLabels = 200
 const refusedLabel = "refused"
 
 // NewMetrics makes the metrics, with the Go runtime's and the process's
-// collectors, in a registry of their own. Given operation names, only
-// those are labels and every other operation counts as "other"; without,
+// collectors, in a registry of their own. Given operation names (comma-
+// separated, as -metrics-operations takes them), only those are labels and every other operation counts as "other"; without,
 // the first 200 names of accepted operations are, which a client sending
 // valid operations under made-up names can use up before the real ones
 // are first seen.
-func NewMetrics(operations ...string) *Metrics {
+func NewMetrics(operations string) *Metrics {
 	m := &Metrics{
 		registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -63,9 +63,9 @@ func NewMetrics(operations ...string) *Metrics {
 		}, []string{"code"}),
 		ops: map[string]bool{},
 	}
-	if len(operations) > 0 {
+	if ops := list(operations); len(ops) > 0 {
 		m.named = map[string]bool{}
-		for _, op := range operations {
+		for _, op := range ops {
 			m.named[op] = true
 		}
 	}

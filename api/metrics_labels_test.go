@@ -42,14 +42,14 @@ func TestMetricsOperationsList(t *testing.T) {
 		m.operation(refusedLabel, 0)
 	}
 
-	listed := NewMetrics("Profile", "Fanout")
+	listed := NewMetrics("Profile, Fanout")
 	junk(listed)
 	got := labels(t, listed)
 	if got["Profile"] != 1 || got["other"] != 300 || got["anonymous"] != 1 || got[refusedLabel] != 1 || len(got) != 4 {
 		t.Errorf("with a list of operations, labels %v; want Profile 1, other 300, anonymous 1, refused 1", got)
 	}
 
-	first := NewMetrics()
+	first := NewMetrics("")
 	junk(first)
 	got = labels(t, first)
 	if got["Profile"] != 0 || got["other"] != 103 {

@@ -109,7 +109,7 @@ func (d Database) newServer(t testing.TB, params string, opts []func(*api.Config
 			dsn += "?" + params
 		}
 	}
-	m := api.NewMetrics()
+	m := api.NewMetrics("")
 	store, err := db.Open(context.Background(), dsn, db.WithStatementHook(m.Statement))
 	if err != nil {
 		t.Fatal(err)
