@@ -86,7 +86,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-func open(ctx context.Context, d *dialect, dsn, connStr string, opts []Option) (*Store, error) {
+func open(ctx context.Context, d *dialect, dsn, connStr string, opts []Option) (_ *Store, err error) {
 	if d.name == "sqlite" {
 		if err := createSQLiteFile(dsn); err != nil {
 			return nil, err
@@ -101,28 +101,29 @@ func open(ctx context.Context, d *dialect, dsn, connStr string, opts []Option) (
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			sqlDB.Close()
+		}
+	}()
 	d.configure(sqlDB)
 	s := &Store{db: sqlDB, d: d}
 	for _, opt := range opts {
 		opt(s)
 	}
 	if err := s.checkIntegrity(ctx); err != nil {
-		sqlDB.Close()
 		return nil, err
 	}
 	if s.Adopted, err = s.adoptExisting(ctx); err != nil {
-		sqlDB.Close()
 		return nil, err
 	}
 	if err := s.migrate(ctx); err != nil {
-		sqlDB.Close()
 		return nil, err
 	}
 	// Prepared now, while no transaction holds a connection: a
 	// transaction uses only statements prepared before it began.
 	for _, text := range s.writeStatements() {
 		if _, err := s.stmt(ctx, text); err != nil {
-			sqlDB.Close()
 			return nil, fmt.Errorf("prepare %.40q: %w", text, err)
 		}
 	}
