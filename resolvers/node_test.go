@@ -116,7 +116,7 @@ func TestNodesBounds(t *testing.T) {
 // them a query holds, and the lookups under them batch too: fifty aliased
 // user(id:) cost what one does.
 func TestRootUserFieldsBatch(t *testing.T) {
-	a := apitest.Start(t)
+	a := apitest.Start(t, steadyBatches)
 	u := a.Sample()
 	order := []string{u["alice"].ID, u["bob"].ID, u["carol"].ID, u["dave"].ID}
 	const fields = `name followerCount viewerFollows followers(first: 2) { nodes { name } }`

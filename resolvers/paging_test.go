@@ -196,7 +196,7 @@ func TestBackwardArgumentsChecked(t *testing.T) {
 func TestBackwardPagesBatch(t *testing.T) { apitest.Each(t, testBackwardPagesBatch) }
 
 func testBackwardPagesBatch(t *testing.T, on apitest.Database) {
-	s := on.Start(t)
+	s := on.Start(t, steadyBatches)
 	followRing(s, 50, 5)
 	counts := map[string]int{}
 	for _, c := range []struct {

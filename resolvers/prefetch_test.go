@@ -68,7 +68,7 @@ func TestPrefetchReadsArgumentsAsTheResolver(t *testing.T) {
 }
 
 func testPrefetchReadsArgumentsAsTheResolver(t *testing.T, on apitest.Database) {
-	a := on.Start(t)
+	a := on.Start(t, steadyBatches)
 	if _, err := a.Store.LoadSample(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -331,17 +331,20 @@ func testMutationOutcomes(t *testing.T, on apitest.Database) {
 
 // A list of users each with counts and followers costs a fixed number of
 // statements, the same for 5 users as for 50: never one per user.
+// steadyBatches is for tests that count statements or batches. A loader's
+// batch is the keys that arrive within its wait of the first; a list's
+// prefetch sends them in one loop, which on a busy machine under the race
+// detector can outlast the default 250 µs and split a batch in two. The
+// shape such a test asserts is the server's, not the machine's, so the
+// wait is long enough to hold any such loop.
+func steadyBatches(c *api.Config) { c.BatchWait = 3 * time.Millisecond }
+
 func TestStatementsPerRequestDoNotGrowWithUsers(t *testing.T) {
 	apitest.Each(t, testStatementsPerRequestDoNotGrowWithUsers)
 }
 
 func testStatementsPerRequestDoNotGrowWithUsers(t *testing.T, on apitest.Database) {
-	// A loader's batch is the keys that arrive within its wait of the
-	// first; the list's prefetch sends them in one loop, which on a busy
-	// machine under the race detector can outlast the default 250 µs and
-	// split a batch in two. The shape asserted here is the server's, not
-	// the machine's, so the wait is long enough to hold any such loop.
-	s := on.Start(t, func(c *api.Config) { c.BatchWait = 3 * time.Millisecond })
+	s := on.Start(t, steadyBatches)
 	accounts := followRing(s, 50, 12)
 	query := `query($n: Int) { users(first: $n) { totalCount nodes { name followerCount followingCount
 	  viewerFollows followers(first: 10) { totalCount nodes { name } } } } }`
