@@ -161,17 +161,26 @@ type viewer struct {
 // needs a viewer says why it has none.
 func (t *Tokens) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		v := viewer{err: ErrNoToken}
-		if h := r.Header.Get("Authorization"); h != "" {
-			scheme, token, ok := strings.Cut(h, " ")
-			if ok && strings.EqualFold(scheme, "Bearer") {
-				v.claim, v.err = t.Verify(strings.TrimSpace(token))
-			} else {
-				v.err = ErrInvalidToken
-			}
-		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), viewerKey{}, v)))
+		next.ServeHTTP(w, r.WithContext(t.Authenticate(r.Context(), r.Header.Get("Authorization"))))
 	})
+}
+
+// Authenticate records in ctx what the value of an Authorization header
+// ("Bearer <token>", or empty) claims, or why it claims nothing. It is the
+// one place a credential becomes a viewer: HTTP requests reach it through
+// Middleware, and transports without headers per operation (a websocket's
+// connection_init payload) call it directly.
+func (t *Tokens) Authenticate(ctx context.Context, authorization string) context.Context {
+	v := viewer{err: ErrNoToken}
+	if authorization != "" {
+		scheme, token, ok := strings.Cut(authorization, " ")
+		if ok && strings.EqualFold(scheme, "Bearer") {
+			v.claim, v.err = t.Verify(strings.TrimSpace(token))
+		} else {
+			v.err = ErrInvalidToken
+		}
+	}
+	return context.WithValue(ctx, viewerKey{}, v)
 }
 
 // Viewer returns what the request's token claims, or why there is no
