@@ -125,3 +125,20 @@ func nameCandidate(base string, try int) string {
 	}
 	return base[:min(len(base), maxName-len(suffix))] + suffix
 }
+
+// AccountFor returns the id and security stamp of subject's account,
+// provisioning it, named after name, when create is set; id 0 when there
+// is none. It is what sign-in through a provider asks of the store (see
+// auth.Accounts).
+func (s *Store) AccountFor(ctx context.Context, subject, name string, create bool) (id int64, stamp string, err error) {
+	var u User
+	if create {
+		u, err = s.ProvisionUser(ctx, subject, name)
+	} else {
+		u, err = s.UserByExternalID(ctx, subject)
+	}
+	if errors.Is(err, ErrNotFound) {
+		return 0, "", nil
+	}
+	return u.ID, u.SecurityStamp, err
+}
