@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -11,7 +12,8 @@ import (
 )
 
 // TestExternalUsers runs the tests of accounts kept by a provider's
-// subject on SQLite, and on PostgreSQL when POSTGRES_DSN names a server.
+// subject on SQLite, on PostgreSQL when POSTGRES_DSN names a server, and
+// on SQL Server when MSSQL_DSN names one (emptied first).
 func TestExternalUsers(t *testing.T) {
 	suite := map[string]func(*testing.T, *Store){
 		"ProvisionOnce":         testProvisionOnce,
@@ -19,10 +21,13 @@ func TestExternalUsers(t *testing.T) {
 		"ProvisionConcurrently": testProvisionConcurrently,
 		"DeletedSubjectIsNew":   testDeletedSubjectIsNew,
 	}
-	for name, open := range map[string]opener{"sqlite": openTestStore, "postgres": openPostgres} {
+	for name, open := range map[string]opener{"sqlite": openTestStore, "postgres": openPostgres, "sqlserver": openSQLServer} {
 		t.Run(name, func(t *testing.T) {
 			if name == "postgres" && !pgtest.Available() {
 				t.Skip(pgtest.SkipMessage("the PostgreSQL external users tests"))
+			}
+			if name == "sqlserver" && os.Getenv("MSSQL_DSN") == "" {
+				t.Skip(sqlserverSkip)
 			}
 			for tn, test := range suite {
 				t.Run(tn, func(t *testing.T) { test(t, open(t)) })
