@@ -145,27 +145,23 @@ func (p *Provider) Claims(subject string, now time.Time) map[string]any {
 // Sign signs claims with key, naming the key's id in the header.
 func Sign(t testing.TB, key Key, claims map[string]any) string {
 	t.Helper()
-	opts := (&jose.SignerOptions{}).WithType("JWT")
-	if key.ID != "" {
-		opts = opts.WithHeader(jose.HeaderKey("kid"), key.ID)
-	}
-	sig, err := jose.NewSigner(jose.SigningKey{Algorithm: key.Alg, Key: key.Private}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := jwt.Signed(sig).Claims(claims).Serialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
+	return sign(t, jose.SigningKey{Algorithm: key.Alg, Key: key.Private}, key.ID, claims)
 }
 
 // SignHMAC signs claims with HS256 under secret, naming kid: the forgery
 // of a verifier that would take a public key as an HMAC secret.
 func SignHMAC(t testing.TB, kid string, secret []byte, claims map[string]any) string {
 	t.Helper()
-	sig, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.HS256, Key: secret},
-		(&jose.SignerOptions{}).WithType("JWT").WithHeader(jose.HeaderKey("kid"), kid))
+	return sign(t, jose.SigningKey{Algorithm: jose.HS256, Key: secret}, kid, claims)
+}
+
+func sign(t testing.TB, key jose.SigningKey, kid string, claims map[string]any) string {
+	t.Helper()
+	opts := (&jose.SignerOptions{}).WithType("JWT")
+	if kid != "" {
+		opts = opts.WithHeader(jose.HeaderKey("kid"), kid)
+	}
+	sig, err := jose.NewSigner(key, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
