@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -48,6 +47,12 @@ type config struct {
 	maxConns                                              int
 	rateSignup, rateMutations, clientIPHeader             string
 	signupRate, mutationRate                              api.Rate
+
+	// Sign-in through an OpenID Connect provider (see auth.OIDCConfig);
+	// off without an issuer.
+	oidcIssuer, oidcAudience, oidcJWKS string
+	oidcUserClaim, oidcNameClaim       string
+	oidcProvision                      bool
 }
 
 // defaultConfig is the configuration before flags and environment; the
@@ -81,6 +86,8 @@ func defaultConfig() config {
 		maxConns:       srv.MaxConns,
 		rateSignup:     h.SignupRate.String(),
 		rateMutations:  h.MutationRate.String(),
+		oidcUserClaim:  "sub",
+		oidcNameClaim:  "preferred_username",
 	}
 }
 
@@ -190,16 +197,10 @@ func newFlags(name string, stderr io.Writer, getenv func(string) string) (*confi
 func (c *config) flags(fs *flagSet) {
 	fs.StringVar(&c.dsn, "db", c.dsn, "database: a SQLite path or file: URI, sqlserver://user:pass@host:1433?database=NAME, or postgres://user:pass@host:5432/NAME")
 	fs.StringVar(&c.secret, "secret", c.secret, "secret that signs bearer tokens; every instance needs the same one")
-	fs.Func("secret-file", "`file` holding the -secret, so that it stays off the command line; a trailing newline is ignored", func(path string) error {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		c.secret = strings.TrimRight(string(b), "\r\n")
-		if c.secret == "" {
-			return errors.New("the file is empty")
-		}
-		return nil
+	fs.Func("secret-file", "`file` holding the -secret, so that it stays off the command line; a trailing newline is ignored. Without either, a SQLite database keeps a secret in its path with .secret appended, made on first start", func(path string) error {
+		secret, err := readSecret(path)
+		c.secret = secret
+		return err
 	})
 	fs.DurationVar(&c.tokenTTL, "token-ttl", c.tokenTTL, "how long a minted token stays valid")
 }
@@ -238,6 +239,12 @@ func newServerFlags(stderr io.Writer, getenv func(string) string) (*config, *fla
 	fs.StringVar(&c.rateSignup, "rate-signup", c.rateSignup, "sign-ups (createUser) one client address may make: N/PERIOD, N at once then N per PERIOD (s, m, h or a duration), or off; more is 429 RATE_LIMITED")
 	fs.StringVar(&c.rateMutations, "rate-mutations", c.rateMutations, "mutation fields one client address may run: N/PERIOD as for -rate-signup, or off")
 	fs.StringVar(&c.clientIPHeader, "client-ip-header", c.clientIPHeader, "`header` (X-Forwarded-For, X-Real-IP) whose last address is the client for the rate limits; set it only behind a proxy that sets it")
+	fs.StringVar(&c.oidcIssuer, "oidc-issuer", c.oidcIssuer, "issuer `URL` of an OpenID Connect provider whose JWTs sign users in, besides the server's own tokens; a token's iss must equal it, a trailing slash aside. Needs -oidc-audience and -oidc-jwks")
+	fs.StringVar(&c.oidcAudience, "oidc-audience", c.oidcAudience, "audience a provider token's aud must hold: the app's client id or the API's identifier at the provider")
+	fs.StringVar(&c.oidcJWKS, "oidc-jwks", c.oidcJWKS, "the provider's keys: its JWKS `URL` (fetched, cached, fetched again for an unknown key id at most every 10s) or the path of a JWKS file")
+	fs.StringVar(&c.oidcUserClaim, "oidc-user-claim", c.oidcUserClaim, "`claim` of a provider token naming its account, kept as the account's ExternalId")
+	fs.StringVar(&c.oidcNameClaim, "oidc-name-claim", c.oidcNameClaim, "`claim` a provisioned account's name comes from (made a valid, unique name); the subject when a token lacks it")
+	fs.BoolVar(&c.oidcProvision, "oidc-provision", c.oidcProvision, "make an account for a provider's user on first sign-in; without it, a subject with no account is refused (UNAUTHENTICATED)")
 	return c, fs
 }
 
@@ -253,6 +260,12 @@ func (c *config) check() error {
 	}
 	if c.writeTimeout > 0 && c.writeTimeout <= c.requestTimeout {
 		return fmt.Errorf("-write-timeout %v is not above -request-timeout %v: answers that take long would be cut off unsent", c.writeTimeout, c.requestTimeout)
+	}
+	if oidc := []string{c.oidcIssuer, c.oidcAudience, c.oidcJWKS}; slices.Contains(oidc, "") && slices.ContainsFunc(oidc, func(s string) bool { return s != "" }) {
+		return errors.New("sign-in through an OpenID Connect provider needs -oidc-issuer, -oidc-audience and -oidc-jwks, all three")
+	}
+	if c.oidcUserClaim == "" || c.oidcNameClaim == "" {
+		return errors.New("-oidc-user-claim and -oidc-name-claim cannot be empty")
 	}
 	if c.maxConns < 0 || c.readTimeout < 0 || c.writeTimeout < 0 || c.idleTimeout < 0 || c.shutdownGrace < 0 {
 		return errors.New("-max-conns and the timeouts cannot be negative")

@@ -173,7 +173,7 @@ func testGracefulShutdownUnderLoad(t *testing.T, on apitest.Database) {
 	dsn := on.NewDSN(t)
 	// -debug serves the goroutine dump in which the test sees the requests
 	// in flight.
-	cmd, url, lines := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", dsn, "-demo", "-debug")
+	cmd, url, lines := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", dsn, "-demo", "-debug", "-secret", testSecret)
 
 	// The test holds the users, so that every request, each a sign-up,
 	// stays in flight until the test lets go.

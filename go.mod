@@ -6,6 +6,7 @@ require (
 	cloud.google.com/go v0.123.0
 	github.com/99designs/gqlgen v0.17.98
 	github.com/chromedp/chromedp v0.13.6
+	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/microsoft/go-mssqldb v1.11.2

@@ -2,10 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
+	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -54,5 +59,93 @@ func TestShortSecretRefused(t *testing.T) {
 				t.Fatal("the server started with a short secret")
 			}
 		})
+	}
+}
+
+// Without a secret, the embedded default keeps one in a file beside the
+// database, its owner's only: a token minted before a restart still signs
+// its user in after it, and the token subcommand mints with it too.
+func TestSecretSurvivesRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary")
+	}
+	bin := binary(t)
+	dbPath := filepath.Join(t.TempDir(), "follows.db")
+	cmd, url, lines := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", dbPath)
+	waitLogLine(t, lines, "made one and kept it beside the database", 5*time.Second)
+	out := post(t, url, "", `mutation { createUser(input: {name: "kept"}) { token user { id } } }`)
+	created, _ := out["data"].(map[string]any)["createUser"].(map[string]any)
+	if created == nil {
+		t.Fatalf("createUser: %v", out)
+	}
+	token := created["token"].(string)
+	info, err := os.Stat(dbPath + ".secret")
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("the secret file: %v, %v; want it made 0600", info, err)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	waitExit(t, cmd, 30*time.Second)
+
+	_, url, lines = startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", dbPath)
+	waitLogLine(t, lines, "token secret read from the file beside the database", 5*time.Second)
+	for _, tok := range []string{token, mint(t, bin, dbPath, created["user"].(map[string]any)["id"].(string))} {
+		out = post(t, url, tok, `{ viewer { name } }`)
+		if got, _ := json.Marshal(out["data"]); string(got) != `{"viewer":{"name":"kept"}}` {
+			t.Errorf("a token after the restart: %s; want it to sign kept in", got)
+		}
+	}
+}
+
+func mint(t *testing.T, bin, dbPath, user string) string {
+	t.Helper()
+	tok, err := exec.Command(bin, "token", "-user", user, "-db", dbPath).Output()
+	if err != nil {
+		t.Fatalf("token subcommand with the secret beside the database: %v", err)
+	}
+	return strings.TrimSpace(string(tok))
+}
+
+// Instances starting at once on one new database agree on its secret.
+func TestKeepSecretConcurrently(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "x.db.secret")
+	const n = 8
+	secrets := make([]string, n)
+	made := make([]bool, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { secrets[i], made[i], errs[i] = keepSecret(file) })
+	}
+	wg.Wait()
+	makers := 0
+	for i := range n {
+		if errs[i] != nil || secrets[i] != secrets[0] || len(secrets[i]) < 32 {
+			t.Errorf("instance %d: %q, %v; want the one secret of 32 bytes or more", i, secrets[i], errs[i])
+		}
+		if made[i] {
+			makers++
+		}
+	}
+	if makers != 1 {
+		t.Errorf("%d instances made the secret; want 1", makers)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(file)); len(entries) != 1 {
+		t.Errorf("left %d files; want the secret alone", len(entries))
+	}
+}
+
+// A server database without a secret is refused at start, saying how to
+// give one: its instances must share the secret, which none can make for
+// the others. An in-memory database, gone with the process, makes one.
+func TestServerDatabaseNeedsSecret(t *testing.T) {
+	err := run(t.Context(), []string{"-addr", "127.0.0.1:0", "-db", "postgres://u:p@127.0.0.1:1/none"}, io.Discard, io.Discard, noEnv)
+	if err == nil || !strings.Contains(err.Error(), "-secret-file") || !strings.Contains(err.Error(), "server database") {
+		t.Errorf("PostgreSQL without a secret: %v; want a refusal naming -secret-file", err)
+	}
+	c := defaultConfig()
+	c.dsn = "file:x?mode=memory"
+	var log strings.Builder
+	if _, err := c.tokens(slog.New(slog.NewTextHandler(&log, nil))); err != nil || !strings.Contains(log.String(), "random") {
+		t.Errorf("in memory: %v, log %q; want a random secret, said", err, log.String())
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"syscall"
 
 	"follows/api"
+	"follows/auth"
 	"follows/db"
 )
 
@@ -136,6 +137,11 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 			return err
 		}
 	}
+	if c.oidcIssuer != "" {
+		if err := acceptOIDC(ctx, c, tokens, store, log); err != nil {
+			return err
+		}
+	}
 	h := api.NewHandler(store, tokens, c.handlerConfig(), log, m)
 
 	ln, err := net.Listen("tcp", c.addr)
@@ -146,6 +152,32 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 	// Until SIGTERM, then the requests in flight finish (within the
 	// grace) before the database closes.
 	return api.NewServer(h, c.serverConfig(), log).Serve(ctx, ln)
+}
+
+// acceptOIDC has the server take the JWTs of the OpenID Connect provider
+// configured, with accounts kept in the store. The provider's keys are
+// fetched once now, so that a provider out of reach shows in the log at
+// start; the server starts anyway and tries again when a token comes.
+func acceptOIDC(ctx context.Context, c config, tokens *auth.Tokens, store *db.Store, log *slog.Logger) error {
+	o, err := auth.NewOIDC(auth.OIDCConfig{
+		Issuer:    c.oidcIssuer,
+		Audience:  c.oidcAudience,
+		JWKS:      c.oidcJWKS,
+		UserClaim: c.oidcUserClaim,
+		NameClaim: c.oidcNameClaim,
+		Provision: c.oidcProvision,
+		Accounts:  store,
+		Log:       log,
+	})
+	if err != nil {
+		return fmt.Errorf("OpenID Connect sign-in: %w", err)
+	}
+	if err := o.Refresh(ctx); err != nil {
+		log.Warn("the OpenID Connect provider's keys could not be fetched; tokens are refused until they are", "jwks", c.oidcJWKS, "err", err)
+	}
+	tokens.AcceptOIDC(o)
+	log.Info("accepting tokens of an OpenID Connect provider", "issuer", c.oidcIssuer, "audience", c.oidcAudience, "provision", c.oidcProvision)
+	return nil
 }
 
 // loadDemo loads the sample graph for -demo, saying whether it did: it goes
@@ -176,10 +208,7 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	if err != nil || id <= 0 {
 		return errors.New("token: -user must be a user id")
 	}
-	if c.secret == "" {
-		return errors.New("token: give the server's secret (" + secretSources + "); a server without one makes a random secret that no minted token matches")
-	}
-	tokens, err := c.givenTokens()
+	tokens, err := c.mintingTokens()
 	if err != nil {
 		return fmt.Errorf("token: %w", err)
 	}

@@ -52,12 +52,18 @@ const clockSkew = time.Minute
 // Strict, so that each token has one spelling.
 var b64 = base64.RawURLEncoding.Strict()
 
-// Tokens mints and verifies tokens under one secret.
+// Tokens mints and verifies tokens under one secret, and, when told to
+// (AcceptOIDC), verifies an OpenID Connect provider's tokens too.
 type Tokens struct {
 	secret []byte
 	ttl    time.Duration
 	now    func() time.Time
+	oidc   *OIDC
 }
+
+// AcceptOIDC has Authenticate take the tokens of the provider o verifies
+// besides the server's own. Call it before serving.
+func (t *Tokens) AcceptOIDC(o *OIDC) { t.oidc = o }
 
 // NewTokens returns Tokens signing with secret, which must be at least
 // MinSecret bytes. ttl is both how long a minted token lasts and the
@@ -79,6 +85,10 @@ func RandomSecret() []byte {
 // A Claim is what a verified token says: the user it was minted for and
 // that user's security stamp at the time. The token is the server's, but
 // the claim holds only while the user's row still has that stamp.
+//
+// A provider's token (see OIDC) becomes the same claim, of the account its
+// subject is kept with, as the account was when looked up: the user's
+// row is then checked the same way whichever kind of token named it.
 type Claim struct {
 	UserID int64
 	Stamp  string
@@ -153,6 +163,9 @@ type viewerKey struct{}
 type viewer struct {
 	claim Claim
 	err   error
+	// pending, if not nil, is a provider token's claim, looked up when
+	// first asked for.
+	pending *pending
 }
 
 // Middleware reads the Authorization header and records in the request's
@@ -170,26 +183,41 @@ func (t *Tokens) Middleware(next http.Handler) http.Handler {
 // one place a credential becomes a viewer: HTTP requests reach it through
 // Middleware, and transports without headers per operation (a websocket's
 // connection_init payload) call it directly.
+//
+// A JWT (three dot-separated parts; the server's own tokens have two) is
+// the provider's when AcceptOIDC was called: it is verified here, and its
+// subject's account looked up when Viewer is first asked.
 func (t *Tokens) Authenticate(ctx context.Context, authorization string) context.Context {
 	v := viewer{err: ErrNoToken}
 	if authorization != "" {
 		scheme, token, ok := strings.Cut(authorization, " ")
-		if ok && strings.EqualFold(scheme, "Bearer") {
-			v.claim, v.err = t.Verify(strings.TrimSpace(token))
-		} else {
+		token = strings.TrimSpace(token)
+		switch {
+		case !ok || !strings.EqualFold(scheme, "Bearer"):
 			v.err = ErrInvalidToken
+		case t.oidc != nil && strings.Count(token, ".") == 2:
+			var id Identity
+			if id, v.err = t.oidc.Verify(ctx, token); v.err == nil {
+				v.pending = &pending{o: t.oidc, id: id}
+			}
+		default:
+			v.claim, v.err = t.Verify(token)
 		}
 	}
 	return context.WithValue(ctx, viewerKey{}, v)
 }
 
 // Viewer returns what the request's token claims, or why there is no
-// claim. It does not check the claim against the user's row: see
-// Claim.Holds.
+// claim: one of this package's errors, or ErrAccountLookup wrapping why a
+// provider token's account could not be looked up. It does not check the
+// claim against the user's row: see Claim.Holds.
 func Viewer(ctx context.Context) (Claim, error) {
 	v, ok := ctx.Value(viewerKey{}).(viewer)
 	if !ok {
 		return Claim{}, ErrNoToken
+	}
+	if v.pending != nil {
+		return v.pending.resolve(ctx)
 	}
 	return v.claim, v.err
 }

@@ -52,7 +52,14 @@ const NameRule = "1 to 32 letters, digits, '_', '.' or '-'"
 // ValidName reports whether name is a well-formed handle: 1 to 32 ASCII
 // letters, digits, '_', '.' or '-'. ASCII only, because handles are unique
 // without regard to case and SQLite folds only ASCII case.
-func ValidName(name string) bool { return asciiWord(name, 32, "_.-") }
+func ValidName(name string) bool { return asciiWord(name, maxName, nameSymbols) }
+
+// maxName and nameSymbols are ValidName's longest handle and the
+// characters besides letters and digits it may hold.
+const (
+	maxName     = 32
+	nameSymbols = "_.-"
+)
 
 // StampRule says in words what ValidStamp accepts.
 const StampRule = "1 to 64 ASCII letters, digits or '-'"

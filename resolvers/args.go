@@ -37,8 +37,17 @@ var errUserGone = errors.New("the token's user no longer exists")
 // failure. The row comes through the request's users loader, so a request
 // looks its viewer up once however many fields ask, and in the same batch
 // as other users loaded at the time.
+//
+// Both kinds of token end here the same way: a provider's token claims
+// the id and stamp of the account its subject was found (or provisioned)
+// with (see auth.Viewer), so a deleted account's token names no row and a
+// deactivated one's viewer meets the same refusals as with the server's
+// own token.
 func (r *Resolver) me(ctx context.Context) (me *db.User, why, err error) {
 	claim, why := auth.Viewer(ctx)
+	if errors.Is(why, auth.ErrAccountLookup) {
+		return nil, nil, storeError(ctx, why)
+	}
 	if why != nil {
 		return nil, why, nil
 	}

@@ -96,6 +96,8 @@ func authError(ctx context.Context, err error) error {
 		return userError(ctx, CodeUnauthenticated, "the bearer token has expired")
 	case errors.Is(err, errUserGone):
 		return userError(ctx, CodeUnauthenticated, "the token's user no longer exists")
+	case errors.Is(err, auth.ErrUnknownSubject):
+		return userError(ctx, CodeUnauthenticated, "no account here for this sign-in: the server does not create accounts for the identity provider's users (-oidc-provision)")
 	}
 	return userError(ctx, CodeUnauthenticated, "the bearer token is not valid")
 }
