@@ -64,6 +64,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 			return runExport(ctx, args[1:], stdout, stderr, getenv)
 		case "migrate":
 			return runMigrate(ctx, args[1:], stdout, stderr, getenv)
+		case "copy":
+			return runCopy(ctx, args[1:], stdout, stderr, getenv)
 		}
 	}
 	c, fs := newServerFlags(stderr, getenv)
