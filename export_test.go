@@ -254,3 +254,29 @@ func TestImportRefusesWhatItCannotRead(t *testing.T) {
 		})
 	}
 }
+
+// The files an earlier export wrote (version 1: users.csv, follows.csv and
+// users.sequence.csv beside them) still import: stamps and the last id
+// kept, every account active, every follow with the default settings.
+func TestImportReadsVersion1Exports(t *testing.T) {
+	dir := writeFolder(t, map[string]string{
+		"users.csv":          "Id,Name,SecurityStamp\n1,alice," + strings.Repeat("a1", 16) + "\n2,bob," + strings.Repeat("b2", 16) + "\n",
+		"follows.csv":        "FollowerId,FolloweeId,CreatedAt\n1,2,2026-01-01 00:00:01.0000000\n",
+		"users.sequence.csv": "LastUserId\n9\n",
+	})
+	dst := filepath.Join(t.TempDir(), "dst.db")
+	var out strings.Builder
+	if err := run(t.Context(), []string{"import", "-db", dst, "-users", filepath.Join(dir, "users.csv"), "-follows", filepath.Join(dir, "follows.csv")}, &out, &out, noEnv); err != nil {
+		t.Fatalf("import a version 1 export: %v", err)
+	}
+	files := exportDir(t, dst)
+	if want := "Version,LastUserId,Users,Blocks,Follows\n2,9,2,0,1\n"; files[graphcsv.ManifestFile] != want {
+		t.Errorf("manifest.csv:\n%s\nwant\n%s", files[graphcsv.ManifestFile], want)
+	}
+	if want := "FollowerId,FolloweeId,CreatedAt,Muted,NotificationsEnabled\n1,2,2026-01-01 00:00:01.0000000,0,1\n"; files[graphcsv.FollowsFile] != want {
+		t.Errorf("follows.csv:\n%s\nwant\n%s", files[graphcsv.FollowsFile], want)
+	}
+	if want := "2,bob," + strings.Repeat("b2", 16) + ",\n"; !strings.HasSuffix(files[graphcsv.UsersFile], want) {
+		t.Errorf("users.csv:\n%s", files[graphcsv.UsersFile])
+	}
+}
