@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/md5"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -278,5 +279,31 @@ func TestImportReadsVersion1Exports(t *testing.T) {
 	}
 	if want := "2,bob," + strings.Repeat("b2", 16) + ",\n"; !strings.HasSuffix(files[graphcsv.UsersFile], want) {
 		t.Errorf("users.csv:\n%s", files[graphcsv.UsersFile])
+	}
+}
+
+// On PostgreSQL too, export reads an EF Core database made by Npgsql as it
+// is, in both shapes, and changes nothing: no table is added or dropped,
+// no row changes, and the join entity's times come out as EF wrote them.
+func TestExportLeavesAnNpgsqlDatabaseAlone(t *testing.T) {
+	for _, tc := range []struct {
+		name, ddl, rows, want string
+	}{
+		{"convention", npgsqlConvention, userUserRows(efFollows), "\n5,1,"},
+		{"join entity", npgsqlJoinEntity, `INSERT INTO "Follows" VALUES (1, 2, '2025-03-01 10:00:00.5+00'), (5, 1, '2025-03-02 00:00:00+00');`,
+			"\n5,1,2025-03-02 00:00:00.0000000,0,1\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dsn := makePostgresDB(t, tc.ddl+tc.rows)
+			raw := apitest.OpenDSN(t, dsn)
+			before := pgTables(t, raw)
+			files := exportDir(t, dsn)
+			if after := pgTables(t, raw); !maps.Equal(before, after) {
+				t.Errorf("export changed the database: tables %v before, %v after", before, after)
+			}
+			if !strings.Contains(files[graphcsv.FollowsFile], tc.want) || !strings.HasPrefix(files[graphcsv.ManifestFile], "Version,LastUserId,Users,Blocks,Follows\n2,5,5,0,") {
+				t.Errorf("exported:\n%s%s", files[graphcsv.ManifestFile], files[graphcsv.FollowsFile])
+			}
+		})
 	}
 }

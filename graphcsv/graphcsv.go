@@ -95,16 +95,9 @@ func truncate(s string, n int) string {
 // name in errors, or a *db.RowError for each row that is not right.
 func ReadFollows(name string, r io.Reader) iter.Seq2[db.FollowRow, error] {
 	return read(name, r, [][]string{followsHeader, followsHeaderV1}, func(pos db.Pos, rec []string) (db.FollowRow, string) {
-		follower, err1 := strconv.ParseInt(rec[0], 10, 64)
-		followee, err2 := strconv.ParseInt(rec[1], 10, 64)
-		at, err3 := parseTime(rec[2])
-		switch {
-		case err1 != nil || follower <= 0:
-			return db.FollowRow{}, fmt.Sprintf("FollowerId %q is not a positive whole number", rec[0])
-		case err2 != nil || followee <= 0:
-			return db.FollowRow{}, fmt.Sprintf("FolloweeId %q is not a positive whole number", rec[1])
-		case err3 != nil:
-			return db.FollowRow{}, fmt.Sprintf("CreatedAt %q is not YYYY-MM-DD HH:MM:SS[.ffffff]", rec[2])
+		follower, followee, at, reason := parseEdge(rec, followsHeader)
+		if reason != "" {
+			return db.FollowRow{}, reason
 		}
 		f := db.FollowRow{Pos: pos, Follower: follower, Followee: followee, At: at}
 		if len(rec) > 3 {
@@ -126,19 +119,29 @@ func ReadFollows(name string, r io.Reader) iter.Seq2[db.FollowRow, error] {
 // in errors, or a *db.RowError for each row that is not right.
 func ReadBlocks(name string, r io.Reader) iter.Seq2[db.BlockRow, error] {
 	return read(name, r, [][]string{blocksHeader}, func(pos db.Pos, rec []string) (db.BlockRow, string) {
-		blocker, err1 := strconv.ParseInt(rec[0], 10, 64)
-		blocked, err2 := strconv.ParseInt(rec[1], 10, 64)
-		at, err3 := parseTime(rec[2])
-		switch {
-		case err1 != nil || blocker <= 0:
-			return db.BlockRow{}, fmt.Sprintf("BlockerId %q is not a positive whole number", rec[0])
-		case err2 != nil || blocked <= 0:
-			return db.BlockRow{}, fmt.Sprintf("BlockedId %q is not a positive whole number", rec[1])
-		case err3 != nil:
-			return db.BlockRow{}, fmt.Sprintf("CreatedAt %q is not YYYY-MM-DD HH:MM:SS[.ffffff]", rec[2])
+		blocker, blocked, at, reason := parseEdge(rec, blocksHeader)
+		if reason != "" {
+			return db.BlockRow{}, reason
 		}
 		return db.BlockRow{Pos: pos, Blocker: blocker, Blocked: blocked, At: at}, ""
 	})
+}
+
+// parseEdge reads the first three fields of a follow or a block: the two
+// users' ids and when, or says which is not right, by its header's name.
+func parseEdge(rec, header []string) (from, to int64, at time.Time, reason string) {
+	from, err1 := strconv.ParseInt(rec[0], 10, 64)
+	to, err2 := strconv.ParseInt(rec[1], 10, 64)
+	at, err3 := parseTime(rec[2])
+	switch {
+	case err1 != nil || from <= 0:
+		return 0, 0, at, fmt.Sprintf("%s %q is not a positive whole number", header[0], rec[0])
+	case err2 != nil || to <= 0:
+		return 0, 0, at, fmt.Sprintf("%s %q is not a positive whole number", header[1], rec[1])
+	case err3 != nil:
+		return 0, 0, at, fmt.Sprintf("%s %q is not YYYY-MM-DD HH:MM:SS[.ffffff]", header[2], rec[2])
+	}
+	return from, to, at, ""
 }
 
 // read yields the rows of a CSV file after checking its header, one of
