@@ -26,10 +26,11 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	// deactivations: refused with a pointer to -dir.
 	legacyUsers := fs.String("users", "", "no longer written: give -dir (import still reads version 1 files)")
 	legacyFollows := fs.String("follows", "", "no longer written: give -dir")
+	legacySequence := fs.String("sequence", "", "no longer written: give -dir")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *legacyUsers != "" || *legacyFollows != "" {
+	if *legacyUsers != "" || *legacyFollows != "" || *legacySequence != "" {
 		return errors.New("export: -users and -follows wrote files without blocks, follow settings or deactivations; give -dir, a folder for all of them")
 	}
 	if *dir == "" {
