@@ -1,80 +1,54 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"follows/db"
 	"follows/graphcsv"
 )
 
-// runExport writes a graph as the CSV files import reads, so that a graph
-// can move between SQLite and SQL Server:
+// runExport writes a graph as a folder that import reads, so that a graph
+// can move between databases:
 //
-//	follows export -db PATH -users users.csv -follows follows.csv
+//	follows export -db DSN -dir DIR
 //
-// Beside users.csv goes its sequence file, the highest user id ever given
-// out, so that the import gives no deleted user's id again.
+// The folder is graphcsv's version 2 (docs/moving-a-graph.md): every
+// user with its stamp and deactivation, every block, every follow with
+// its settings, and the highest user id ever given out. The database is
+// opened read-only, and neither adopted nor migrated (see db.OpenGraph).
 func runExport(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	c, fs := newFlags("follows export", stderr, getenv)
-	usersPath := fs.String("users", "", "where to write users.csv (Id,Name,SecurityStamp)")
-	followsPath := fs.String("follows", "", "where to write follows.csv (FollowerId,FolloweeId,CreatedAt)")
-	seqPath := fs.String("sequence", "", "where to write the highest user id ever given out (LastUserId); default beside -users, users.sequence.csv for users.csv")
+	dir := fs.String("dir", "", "folder to write the graph into (manifest.csv, users.csv, blocks.csv, follows.csv), made if need be")
+	// The files of version 1 only, which lose blocks, settings and
+	// deactivations: refused with a pointer to -dir.
+	legacyUsers := fs.String("users", "", "no longer written: give -dir (import still reads version 1 files)")
+	legacyFollows := fs.String("follows", "", "no longer written: give -dir")
+	legacySequence := fs.String("sequence", "", "no longer written: give -dir")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *usersPath == "" || *followsPath == "" {
-		return errors.New("export: give -users and -follows")
+	if *legacyUsers != "" || *legacyFollows != "" || *legacySequence != "" {
+		return errors.New("export: -users and -follows wrote files without blocks, follow settings or deactivations; give -dir, a folder for all of them")
 	}
-	store, err := db.Open(ctx, c.dsn)
+	if *dir == "" {
+		return errors.New("export: give -dir")
+	}
+	g, err := db.OpenGraph(ctx, c.dsn)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	// write makes the file at path with fn, saying what it was writing when
-	// that fails.
-	write := func(path, what string, fn func(w io.Writer) (int, error)) (int, error) {
-		f, err := os.Create(path)
-		if err != nil {
-			return 0, fmt.Errorf("export: %w", err)
-		}
-		w := bufio.NewWriterSize(f, 1<<20)
-		n, err := fn(w)
-		if err == nil {
-			err = w.Flush()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return n, fmt.Errorf("export %s: %w", what, err)
-		}
-		return n, nil
+	defer g.Close()
+	if g.Shape != db.ShapeOurs {
+		fmt.Fprintf(stdout, "database shape: %s, read as it is, not adopted%s\n", g.Shape, map[bool]string{true: " (UserUser has no times: its follows are dated now)"}[g.Shape == db.ShapeConvention])
 	}
-	users, err := write(*usersPath, "users", func(w io.Writer) (int, error) { return graphcsv.WriteUsers(w, store.ExportUsers(ctx)) })
-	if err != nil {
-		return err
-	}
-	follows, err := write(*followsPath, "follows", func(w io.Writer) (int, error) { return graphcsv.WriteFollows(w, store.ExportFollows(ctx)) })
-	if err != nil {
-		return err
-	}
-	// Read after the users, so that it is at least the highest exported.
-	last, err := store.LastUserID(ctx)
+	m, err := graphcsv.WriteDir(*dir, g.Graph(ctx))
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	if *seqPath == "" {
-		*seqPath = graphcsv.SequencePath(*usersPath)
-	}
-	if _, err := write(*seqPath, "the user id sequence", func(w io.Writer) (int, error) { return 1, graphcsv.WriteSequence(w, last) }); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "exported %d users and %d follows\n", users, follows)
+	fmt.Fprintf(stdout, "exported %d users, %d blocks and %d follows (format version %d, last user id %d)\n", m.Users, m.Blocks, m.Follows, m.Version, m.LastUserID)
 	return nil
 }
 

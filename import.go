@@ -13,53 +13,76 @@ import (
 	"follows/graphcsv"
 )
 
-// runImport bulk-loads a graph from CSV files:
+// runImport bulk-loads a graph, from a folder export wrote:
 //
-//	follows import -db PATH -users users.csv -follows follows.csv
+//	follows import -db DSN -dir DIR
 //
-// The sequence file export writes beside users.csv is read when it is
+// or from the CSV files of version 1 (earlier exports, hand-made files):
+//
+//	follows import -db DSN -users users.csv -follows follows.csv
+//
+// The sequence file export wrote beside users.csv is read when it is
 // there: new users then get ids above every id the exported database gave.
 func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	c, fs := newFlags("follows import", stderr, getenv)
-	usersPath := fs.String("users", "", "CSV of users with the header Id,Name,SecurityStamp (or Id,Name: new stamps)")
-	followsPath := fs.String("follows", "", "CSV of follows with the header FollowerId,FolloweeId,CreatedAt (UTC, YYYY-MM-DD HH:MM:SS[.ffffff])")
-	seqPath := fs.String("sequence", "", "CSV with the header LastUserId: no new user gets an id at or below it; default beside -users (users.sequence.csv for users.csv), read when there")
+	dir := fs.String("dir", "", "folder export wrote (manifest.csv, users.csv, blocks.csv, follows.csv)")
+	usersPath := fs.String("users", "", "version 1: CSV of users with the header Id,Name,SecurityStamp (or Id,Name: new stamps)")
+	followsPath := fs.String("follows", "", "version 1: CSV of follows with the header FollowerId,FolloweeId,CreatedAt (UTC, YYYY-MM-DD HH:MM:SS[.ffffff])")
+	seqPath := fs.String("sequence", "", "version 1: CSV with the header LastUserId: no new user gets an id at or below it; default beside -users (users.sequence.csv for users.csv), read when there")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *usersPath == "" || *followsPath == "" {
-		return errors.New("import: give -users and -follows")
+	var g db.Graph
+	switch {
+	case *dir != "" && (*usersPath != "" || *followsPath != ""):
+		return errors.New("import: give -dir, or -users and -follows, not both")
+	case *dir != "":
+		var closeFiles func() error
+		var err error
+		if g, closeFiles, err = graphcsv.ReadDir(*dir); err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+		defer closeFiles()
+	case *usersPath != "" && *followsPath != "":
+		last, err := readSequence(*seqPath, *usersPath)
+		if err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+		uf, err := os.Open(*usersPath)
+		if err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+		defer uf.Close()
+		ff, err := os.Open(*followsPath)
+		if err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+		defer ff.Close()
+		g = db.Graph{Users: graphcsv.ReadUsers(*usersPath, uf), Follows: graphcsv.ReadFollows(*followsPath, ff), LastUserID: last}
+	default:
+		return errors.New("import: give -dir, or -users and -follows")
 	}
-	last, err := readSequence(*seqPath, *usersPath)
-	if err != nil {
-		return fmt.Errorf("import: %w", err)
-	}
-	uf, err := os.Open(*usersPath)
-	if err != nil {
-		return fmt.Errorf("import: %w", err)
-	}
-	defer uf.Close()
-	ff, err := os.Open(*followsPath)
-	if err != nil {
-		return fmt.Errorf("import: %w", err)
-	}
-	defer ff.Close()
 
 	store, err := db.Open(ctx, c.dsn)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	return load(ctx, store, g, stdout, stderr, "imported")
+}
 
+// load imports a graph into store, its follows read in the background,
+// reporting progress to stderr and the outcome to stdout.
+func load(ctx context.Context, store *db.Store, g db.Graph, stdout, stderr io.Writer, did string) error {
 	start := time.Now()
-	report := progressReporter(stderr, start)
-	stats, err := store.Import(ctx, graphcsv.ReadUsers(*usersPath, uf), inBackground(graphcsv.ReadFollows(*followsPath, ff)), last, report)
+	g.Follows = inBackground(g.Follows)
+	stats, err := store.ImportGraph(ctx, g, progressReporter(stderr, start))
 	if err != nil {
 		return err
 	}
 	secs := time.Since(start).Seconds()
-	fmt.Fprintf(stdout, "imported %d users and %d follows in %.1fs (%.0f follows/s; loading %.1fs, indexes and triggers %.1fs, recount %.1fs)\n",
-		stats.Users, stats.Follows, secs, float64(stats.Follows)/secs, stats.Load.Seconds(), stats.Rebuild.Seconds(), stats.Recount.Seconds())
+	fmt.Fprintf(stdout, "%s %d users, %d blocks and %d follows in %.1fs (%.0f follows/s; loading %.1fs, indexes and triggers %.1fs, recount %.1fs)\n",
+		did, stats.Users, stats.Blocks, stats.Follows, secs, float64(stats.Follows)/secs, stats.Load.Seconds(), stats.Rebuild.Seconds(), stats.Recount.Seconds())
 	return nil
 }
 

@@ -60,7 +60,7 @@ func TestImport(t *testing.T) { apitest.Each(t, testImport) }
 func testImport(t *testing.T, on apitest.Database) {
 	dbPath := on.NewDSN(t)
 	out, err := importFiles(t, dbPath, sampleUsersCSV, sampleFollowsCSV)
-	if err != nil || !strings.Contains(out, "imported 4 users and 5 follows") {
+	if err != nil || !strings.Contains(out, "imported 4 users, 0 blocks and 5 follows") {
 		t.Fatalf("import: %v\n%s", err, out)
 	}
 	store, err := db.Open(context.Background(), dbPath)
@@ -206,12 +206,11 @@ func TestTokensSurviveOnlyTheirAccountsThroughExportImport(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	up, fp := filepath.Join(dir, "users.csv"), filepath.Join(dir, "follows.csv")
-	if err := run(t.Context(), []string{"export", "-db", src, "-users", up, "-follows", fp}, io.Discard, io.Discard, noEnv); err != nil {
+	if err := run(t.Context(), []string{"export", "-db", src, "-dir", dir}, io.Discard, io.Discard, noEnv); err != nil {
 		t.Fatalf("export: %v", err)
 	}
 	dst := filepath.Join(t.TempDir(), "dst.db")
-	if err := run(t.Context(), []string{"import", "-db", dst, "-users", up, "-follows", fp}, io.Discard, io.Discard, noEnv); err != nil {
+	if err := run(t.Context(), []string{"import", "-db", dst, "-dir", dir}, io.Discard, io.Discard, noEnv); err != nil {
 		t.Fatalf("import: %v", err)
 	}
 	url, _ = serveInProcess(t, "-addr", "127.0.0.1:0", "-db", dst, "-secret", testSecret)

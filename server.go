@@ -2,9 +2,10 @@
 //
 //	follows [flags]                    serve (the default)
 //	follows token -user ID [flags]     print a bearer token for a user
-//	follows import -users U -follows F bulk-load a graph from CSV files
+//	follows import -dir D              bulk-load a graph export wrote (or -users U -follows F)
 //	follows schema -dialect sqlserver   print the DDL the migrations apply
-//	follows export -users U -follows F write the graph as import's CSV files
+//	follows export -dir D              write the graph as a folder import reads, changing nothing
+//	follows copy -from DSN -to DSN     move a graph straight between databases
 //	follows migrate [-dry-run]          adopt an EF Core database, apply migrations
 //
 // Run with -h for the flags. Each can be given in the environment instead:
@@ -65,6 +66,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 			return runExport(ctx, args[1:], stdout, stderr, getenv)
 		case "migrate":
 			return runMigrate(ctx, args[1:], stdout, stderr, getenv)
+		case "copy":
+			return runCopy(ctx, args[1:], stdout, stderr, getenv)
 		}
 	}
 	c, fs := newServerFlags(stderr, getenv)

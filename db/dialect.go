@@ -99,10 +99,17 @@ type dialect struct {
 	// returns what restores them; nil where bulk import is not supported.
 	setAsideFollowIndexes func(ctx context.Context, r runner) (restore func() error, err error)
 	// copyRows, if not nil, writes a bulk import's rows into table's
-	// columns on conn, inside its transaction, with COPY; a row the
-	// database refuses comes back as a *failedRow. Without it, rows go
-	// in with multi-row INSERTs.
-	copyRows func(ctx context.Context, conn *sql.Conn, table string, cols []string, rows [][]any) error
+	// columns inside its transaction (r), with the database's bulk copy
+	// (COPY, SQL Server's bulk insert); a row the database refuses comes
+	// back as a *failedRow where it says which. Without it, rows go in
+	// with multi-row INSERTs.
+	copyRows func(ctx context.Context, r runner, table string, cols []string, rows [][]any) error
+	// usersByInsert has Users rows go in with INSERTs even where copyRows
+	// is: SQL Server's bulk copy would give them identity values of its
+	// own. beforeUserIDs and afterUserIDs surround those INSERTs (SQL
+	// Server's IDENTITY_INSERT).
+	usersByInsert               bool
+	beforeUserIDs, afterUserIDs []string
 	// adoption reads the catalogue for adopting an EF Core database
 	// (adopt.go); nil where the server does not adopt one.
 	adoption *adoption
@@ -116,7 +123,7 @@ type dialect struct {
 func dialectFor(dsn string) (*dialect, string, error) {
 	switch {
 	case strings.HasPrefix(dsn, "sqlserver://"):
-		return sqlserverDialect().finish(), dsn, nil
+		return sqlserverDialect().withBulkImport().finish(), dsn, nil
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
 		return postgresDialect().finish(), postgresDSN(dsn), nil
 	case dsn == "":

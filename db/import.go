@@ -12,23 +12,56 @@ import (
 	"time"
 )
 
-// UserRow and FollowRow are the rows of a graph as Import takes them and
-// ExportUsers and ExportFollows yield them. Pos says where an imported row
-// came from, so that a bad one can be pointed at; exported rows have none.
-// A user's SecurityStamp travels with it, so that its tokens still work
+// UserRow, FollowRow and BlockRow are the rows of a graph as Import takes
+// them and a GraphReader yields them. Pos says where an imported row came
+// from, so that a bad one can be pointed at; exported rows have none. A
+// user's SecurityStamp travels with it, so that its tokens still work
 // after the graph moves; an imported user without one gets a new one.
+// Each row's zero settings are the columns' defaults (an active user, a
+// follow neither muted nor silenced), so that rows from files that do not
+// carry them go in as the server would have made them.
 type (
 	UserRow struct {
 		Pos           Pos
 		ID            int64
 		Name          string
 		SecurityStamp string
+		// DeactivatedAt is when the account was deactivated; zero for
+		// an active one.
+		DeactivatedAt time.Time
 	}
 	FollowRow struct {
 		Pos                Pos
 		Follower, Followee int64
 		At                 time.Time
+		Muted              bool
+		// NotificationsOff is NotificationsEnabled turned round, so that
+		// the zero row has the column's default (enabled).
+		NotificationsOff bool
 	}
+	BlockRow struct {
+		Pos              Pos
+		Blocker, Blocked int64
+		At               time.Time
+	}
+)
+
+// Graph is a whole follower graph as Import takes it: its rows, users
+// first, and LastUserID, the highest user id its database ever gave out
+// (see Store.LastUserID). Blocks may be nil.
+type Graph struct {
+	Users      iter.Seq2[UserRow, error]
+	Blocks     iter.Seq2[BlockRow, error]
+	Follows    iter.Seq2[FollowRow, error]
+	LastUserID int64
+}
+
+// The columns of each table a graph moves with, in the order import
+// writes and export reads them: one list, so that the two cannot drift.
+var (
+	userImportColumns   = []string{"Id", "Name", "SecurityStamp", "DeactivatedAt"}
+	followImportColumns = []string{"FollowerId", "FolloweeId", "CreatedAt", "Muted", "NotificationsEnabled"}
+	blockImportColumns  = []string{"BlockerId", "BlockedId", "CreatedAt"}
 )
 
 // Pos is where a row came from: a file, or whatever its reader names, and
@@ -38,7 +71,12 @@ type Pos struct {
 	Line int
 }
 
-func (p Pos) String() string { return fmt.Sprintf("%s line %d", p.File, p.Line) }
+func (p Pos) String() string {
+	if p.Line == 0 {
+		return p.File // not a file's row: a table's
+	}
+	return fmt.Sprintf("%s line %d", p.File, p.Line)
+}
 
 // RowError is a row an import refused.
 type RowError struct {
@@ -68,12 +106,12 @@ const maxImportErrors = 20
 // triggers again, Recount the counts of the users it touched (with the
 // statements that end it, such as fresh planner statistics).
 type ImportStats struct {
-	Users, Follows         int
+	Users, Blocks, Follows int
 	Load, Rebuild, Recount time.Duration
 }
 
-// importBatch is how many rows one INSERT carries: 3 columns x 300 rows
-// stays under SQLite's and SQL Server's parameter limits.
+// importBatch is how many rows one INSERT carries: 5 columns x 300 rows
+// stays under SQLite's (32,766) and SQL Server's (2,100) parameter limits.
 const importBatch = 300
 
 // copyBatch is how many rows one COPY carries, where the dialect has
@@ -81,22 +119,32 @@ const importBatch = 300
 // costs nothing beside its rows.
 const copyBatch = 50_000
 
-// Import bulk-loads users and then follows, in one transaction: either
-// every row goes in or, when any row is bad, none does, and the error
-// lists the bad rows (ImportErrors). Users keep their ids, and no later
-// user gets an id at or below lastUserID (the exported graph's highest id
-// ever given out, see LastUserID) nor below any imported one: an id that
-// belonged to a deleted user is never given again. The follow
-// table's indexes and triggers are set aside while rows go in and rebuilt
-// once at the end, which is what makes millions of rows a matter of
-// seconds; then the counts of the users at either end of an imported
-// follow are recounted by the count rule (see counts.go). Rows go in with
-// multi-row INSERTs, or with COPY where the dialect has it (PostgreSQL).
-// progress, if not nil, is told the follows loaded so far.
+// Import bulk-loads users and then follows (see ImportGraph), with no
+// blocks.
+func (s *Store) Import(ctx context.Context, users iter.Seq2[UserRow, error], follows iter.Seq2[FollowRow, error], lastUserID int64, progress func(follows int)) (ImportStats, error) {
+	return s.ImportGraph(ctx, Graph{Users: users, Follows: follows, LastUserID: lastUserID}, progress)
+}
+
+// ImportGraph bulk-loads a graph's users, then its blocks, then its
+// follows, in one transaction: either every row goes in or, when any row
+// is bad, none does, and the error lists the bad rows (ImportErrors).
+// Users keep their ids, stamps and deactivations, follows their times and
+// settings, blocks their times; and no later user gets an id at or below
+// g.LastUserID (the exported graph's highest id ever given out, see
+// LastUserID) nor below any imported one: an id that belonged to a
+// deleted user is never given again. The follow table's indexes and
+// triggers are set aside while rows go in and rebuilt once at the end,
+// which is what makes millions of rows a matter of seconds; then the
+// counts of the users at either end of an imported follow are recounted
+// by the count rule (see counts.go). Rows go in with multi-row INSERTs,
+// or with the dialect's bulk copy where it has one (PostgreSQL's COPY,
+// SQL Server's bulk insert). progress, if not nil, is told the follows
+// loaded so far.
 //
 // The import holds the database's write lock throughout: run it on a
 // database that is not serving writes.
-func (s *Store) Import(ctx context.Context, users iter.Seq2[UserRow, error], follows iter.Seq2[FollowRow, error], lastUserID int64, progress func(follows int)) (ImportStats, error) {
+func (s *Store) ImportGraph(ctx context.Context, g Graph, progress func(follows int)) (ImportStats, error) {
+	users, follows, lastUserID := g.Users, g.Follows, g.LastUserID
 	var st ImportStats
 	var bad ImportErrors
 	reject := func(err error) bool {
@@ -108,7 +156,7 @@ func (s *Store) Import(ctx context.Context, users iter.Seq2[UserRow, error], fol
 		return true
 	}
 	if s.d.setAsideFollowIndexes == nil || s.d.keepUserIDsAbove == nil {
-		return ImportStats{}, fmt.Errorf("import: bulk import supports SQLite and PostgreSQL; import into one of them and move the graph with export")
+		return ImportStats{}, fmt.Errorf("import: bulk import is not built for %s", s.d.name)
 	}
 	start := time.Now()
 	err := s.bulkTx(ctx, func(r runner) error {
@@ -116,7 +164,12 @@ func (s *Store) Import(ctx context.Context, users iter.Seq2[UserRow, error], fol
 		if err != nil {
 			return err
 		}
-		ins := s.rowSink(ctx, r, "Users", []string{"Id", "Name", "SecurityStamp"}, func(v []any) string { return fmt.Sprintf("user id %v", v[0]) })
+		for _, q := range s.d.beforeUserIDs {
+			if _, err := r.tx.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
+		ins := s.rowSink(ctx, r, "Users", userImportColumns, func(v []any) string { return fmt.Sprintf("user id %v", v[0]) })
 		for u, err := range users {
 			if err != nil {
 				if !reject(err) {
@@ -131,7 +184,11 @@ func (s *Store) Import(ctx context.Context, users iter.Seq2[UserRow, error], fol
 				if stamp == "" {
 					stamp = newStamp()
 				}
-				if err := ins.add(u.Pos, u.ID, u.Name, stamp); err != nil {
+				var deactivated any
+				if !u.DeactivatedAt.IsZero() {
+					deactivated = s.d.timeArg(u.DeactivatedAt)
+				}
+				if err := ins.add(u.Pos, u.ID, u.Name, stamp, deactivated); err != nil {
 					return err
 				}
 				st.Users++
@@ -147,9 +204,19 @@ func (s *Store) Import(ctx context.Context, users iter.Seq2[UserRow, error], fol
 		if err := ins.flush(); err != nil {
 			return err
 		}
+		for _, q := range s.d.afterUserIDs {
+			if _, err := r.tx.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
 		if err := s.d.keepUserIDsAbove(ctx, r, lastUserID); err != nil {
 			return fmt.Errorf("keep user ids above %d: %w", lastUserID, err)
 		}
+		blocks, err := s.importBlocks(ctx, r, g.Blocks, ids, &bad, reject)
+		if err != nil {
+			return err
+		}
+		st.Blocks = len(blocks)
 
 		restore, err := s.d.setAsideFollowIndexes(ctx, r)
 		if err != nil {
@@ -158,7 +225,7 @@ func (s *Store) Import(ctx context.Context, users iter.Seq2[UserRow, error], fol
 		// touched are the users at either end of an imported follow: the
 		// ones whose counts the import changes.
 		touched := map[int64]bool{}
-		ins = s.rowSink(ctx, r, "Follows", []string{"FollowerId", "FolloweeId", "CreatedAt"}, func(v []any) string { return fmt.Sprintf("follow %v -> %v", v[0], v[1]) })
+		ins = s.rowSink(ctx, r, "Follows", followImportColumns, func(v []any) string { return fmt.Sprintf("follow %v -> %v", v[0], v[1]) })
 		for f, err := range follows {
 			switch {
 			case err != nil:
@@ -172,7 +239,7 @@ func (s *Store) Import(ctx context.Context, users iter.Seq2[UserRow, error], fol
 			case f.Follower == f.Followee:
 				bad = append(bad, &RowError{f.Pos, "a user cannot follow itself"})
 			case len(bad) == 0:
-				if err := ins.add(f.Pos, f.Follower, f.Followee, s.d.timeArg(f.At)); err != nil {
+				if err := ins.add(f.Pos, f.Follower, f.Followee, s.d.timeArg(f.At), f.Muted, !f.NotificationsOff); err != nil {
 					return err
 				}
 				touched[f.Follower], touched[f.Followee] = true, true
@@ -199,6 +266,9 @@ func (s *Store) Import(ctx context.Context, users iter.Seq2[UserRow, error], fol
 			return err
 		}
 		st.Rebuild = time.Since(start) - st.Load
+		if err := refuseFollowsAcrossBlocks(ctx, r, blocks); err != nil {
+			return err
+		}
 		// The set-aside triggers did not count the imported follows.
 		if _, err = r.exec(ctx, s.d.recountImported, idList(slices.Collect(maps.Keys(touched)))); err != nil {
 			return err
@@ -219,6 +289,81 @@ func (s *Store) Import(ctx context.Context, users iter.Seq2[UserRow, error], fol
 		return ImportStats{}, fmt.Errorf("import: %w", err)
 	}
 	return st, nil
+}
+
+// pair is a follow's or a block's two users, in its direction.
+type pair struct{ from, to int64 }
+
+// importBlocks loads blocks between users there are (ids), refusing
+// self-blocks and blocks of unknown users into bad, and returns where
+// each imported block came from.
+func (s *Store) importBlocks(ctx context.Context, r runner, blocks iter.Seq2[BlockRow, error], ids map[int64]bool, bad *ImportErrors, reject func(error) bool) (map[pair]Pos, error) {
+	loaded := map[pair]Pos{}
+	if blocks == nil {
+		return loaded, nil
+	}
+	ins := s.rowSink(ctx, r, "Blocks", blockImportColumns, func(v []any) string { return fmt.Sprintf("block %v -> %v", v[0], v[1]) })
+	for b, err := range blocks {
+		switch {
+		case err != nil:
+			if !reject(err) {
+				return nil, err
+			}
+		case !ids[b.Blocker]:
+			*bad = append(*bad, &RowError{b.Pos, fmt.Sprintf("blocker %d is not a user", b.Blocker)})
+		case !ids[b.Blocked]:
+			*bad = append(*bad, &RowError{b.Pos, fmt.Sprintf("blocked user %d is not a user", b.Blocked)})
+		case b.Blocker == b.Blocked:
+			*bad = append(*bad, &RowError{b.Pos, "a user cannot block itself"})
+		case len(*bad) == 0:
+			if err := ins.add(b.Pos, b.Blocker, b.Blocked, s.d.timeArg(b.At)); err != nil {
+				return nil, err
+			}
+			loaded[pair{b.Blocker, b.Blocked}] = b.Pos
+		}
+		if len(*bad) >= maxImportErrors {
+			return nil, *bad
+		}
+	}
+	return loaded, ins.flush()
+}
+
+// followsAcrossBlocks lists the blocks that stand between users with a
+// follow between them, either way: the server removes those follows when
+// a block is made, so a graph that has both is not one it could have made.
+const followsAcrossBlocks = `SELECT b.BlockerId, b.BlockedId FROM Blocks AS b
+WHERE EXISTS (SELECT 1 FROM Follows AS f WHERE f.FollowerId = b.BlockerId AND f.FolloweeId = b.BlockedId)
+   OR EXISTS (SELECT 1 FROM Follows AS f WHERE f.FollowerId = b.BlockedId AND f.FolloweeId = b.BlockerId)
+ORDER BY b.BlockerId, b.BlockedId`
+
+// refuseFollowsAcrossBlocks refuses the import when a block stands
+// between users who follow each other, naming the imported block's row
+// (or, for a block the database had, the pair).
+func refuseFollowsAcrossBlocks(ctx context.Context, r runner, imported map[pair]Pos) error {
+	rows, err := r.query(ctx, followsAcrossBlocks)
+	if err != nil {
+		return fmt.Errorf("check follows across blocks: %w", err)
+	}
+	defer rows.Close()
+	var bad ImportErrors
+	for rows.Next() && len(bad) < maxImportErrors {
+		var p pair
+		if err := rows.Scan(&p.from, &p.to); err != nil {
+			return err
+		}
+		pos, ok := imported[p]
+		if !ok {
+			pos = Pos{File: "Blocks (there before the import)"}
+		}
+		bad = append(bad, &RowError{pos, fmt.Sprintf("block %d -> %d stands between users with a follow between them (a block removes their follows)", p.from, p.to)})
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(bad) > 0 {
+		return bad
+	}
+	return nil
 }
 
 // existingUsers returns the ids of the users there are, and their names
@@ -318,9 +463,9 @@ type rowSink interface {
 }
 
 // rowSink returns the dialect's way of loading rows into table's columns:
-// COPY where it has it, multi-row INSERTs otherwise.
+// its bulk copy where it has one, multi-row INSERTs otherwise.
 func (s *Store) rowSink(ctx context.Context, r runner, table string, cols []string, what func(vals []any) string) rowSink {
-	if s.d.copyRows != nil {
+	if s.d.copyRows != nil && !(table == "Users" && s.d.usersByInsert) {
 		return &copySink{ctx: ctx, r: r, table: table, cols: cols, what: what}
 	}
 	b := newBatchInsert(ctx, r, `INSERT INTO `+table+` (`+strings.Join(cols, ", ")+`) VALUES `, len(cols))
@@ -339,7 +484,7 @@ func (e *failedRow) Error() string { return fmt.Sprintf("row %d: %v", e.row+1, e
 func (e *failedRow) Unwrap() error { return e.err }
 
 // copySink gathers rows and writes copyBatch of them at a time with the
-// dialect's copyRows, on the bulk transaction's connection.
+// dialect's copyRows, in the bulk transaction.
 type copySink struct {
 	ctx   context.Context
 	r     runner
@@ -363,7 +508,7 @@ func (c *copySink) flush() error {
 	if len(c.rows) == 0 {
 		return nil
 	}
-	err := c.r.s.d.copyRows(c.ctx, c.r.conn, c.table, c.cols, c.rows)
+	err := c.r.s.d.copyRows(c.ctx, c.r, c.table, c.cols, c.rows)
 	var fr *failedRow
 	if errors.As(err, &fr) && fr.row < len(c.rows) && errors.Is(c.r.s.d.classify(err), errDuplicate) {
 		return ImportErrors{{c.pos[fr.row], c.what(c.rows[fr.row]) + " is there already"}}
@@ -451,14 +596,6 @@ func (b *batchInsert) flush() error {
 	return err
 }
 
-// ExportUsers yields every user, by id, with its security stamp.
-func (s *Store) ExportUsers(ctx context.Context) iter.Seq2[UserRow, error] {
-	return readAll(ctx, s, "read users", `SELECT Id, Name, SecurityStamp FROM Users ORDER BY Id`, func(rows *rows) (u UserRow, err error) {
-		err = rows.Scan(&u.ID, &u.Name, &u.SecurityStamp)
-		return u, err
-	})
-}
-
 // LastUserID returns the highest user id the database has ever given out,
 // deleted users' included: the mark an import of this graph must keep
 // new ids above.
@@ -471,43 +608,4 @@ func (s *Store) LastUserID(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("read the last user id: %w", err)
 	}
 	return last, nil
-}
-
-// ExportFollows yields every follow, by follower and followee.
-func (s *Store) ExportFollows(ctx context.Context) iter.Seq2[FollowRow, error] {
-	return readAll(ctx, s, "read follows", `SELECT FollowerId, FolloweeId, CreatedAt FROM Follows ORDER BY FollowerId, FolloweeId`, func(rows *rows) (f FollowRow, err error) {
-		var raw any
-		if err := rows.Scan(&f.Follower, &f.Followee, &raw); err != nil {
-			return f, err
-		}
-		f.At, err = s.d.scanTime(raw)
-		return f, err
-	})
-}
-
-// readAll yields the rows of a query as scan reads them, or the error,
-// wrapped with what, that ends them.
-func readAll[T any](ctx context.Context, s *Store, what, query string, scan func(*rows) (T, error)) iter.Seq2[T, error] {
-	return func(yield func(T, error) bool) {
-		var zero T
-		rows, err := s.read().query(ctx, query)
-		if err != nil {
-			yield(zero, fmt.Errorf("%s: %w", what, err))
-			return
-		}
-		defer rows.Close()
-		for rows.Next() {
-			v, err := scan(rows)
-			if err != nil {
-				yield(zero, fmt.Errorf("%s: %w", what, err))
-				return
-			}
-			if !yield(v, nil) {
-				return
-			}
-		}
-		if err := rows.Err(); err != nil {
-			yield(zero, fmt.Errorf("%s: %w", what, err))
-		}
-	}
 }

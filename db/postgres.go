@@ -160,8 +160,8 @@ func postgresSetAsideFollowIndexes(ctx context.Context, r runner) (restore func(
 // database/sql's conn wraps, inside the transaction open on it: several
 // times faster than INSERTs. A row PostgreSQL refuses is found by the line
 // its error's context names ("COPY Follows, line 12").
-func copyPostgres(ctx context.Context, conn *sql.Conn, table string, cols []string, rows [][]any) error {
-	return conn.Raw(func(dc any) error {
+func copyPostgres(ctx context.Context, r runner, table string, cols []string, rows [][]any) error {
+	return r.conn.Raw(func(dc any) error {
 		c, ok := dc.(*stdlib.Conn)
 		if !ok {
 			return fmt.Errorf("COPY needs pgx's connection, not %T", dc)

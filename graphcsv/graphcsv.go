@@ -1,11 +1,16 @@
 // Package graphcsv is the CSV form of a follower graph, as the import and
-// export subcommands read and write it: users.csv (Id,Name,SecurityStamp;
-// Id,Name is read too), follows.csv (FollowerId,FolloweeId,CreatedAt) and
-// the sequence file beside users.csv (LastUserId: the highest user id
-// ever given out, deleted users' included). Reading yields the store's
-// rows, each with the file and line it came from so that the import can
-// point at a bad one; writing takes the rows the store yields. The store
-// itself deals in rows only.
+// export subcommands read and write it. Version 2, which export writes, is
+// a folder (see docs/moving-a-graph.md): manifest.csv (Version,LastUserId,
+// Users,Blocks,Follows), users.csv (Id,Name,SecurityStamp,DeactivatedAt),
+// blocks.csv (BlockerId,BlockedId,CreatedAt) and follows.csv (FollowerId,
+// FolloweeId,CreatedAt,Muted,NotificationsEnabled). Version 1, which
+// earlier exports wrote, is users.csv (Id,Name,SecurityStamp; Id,Name is
+// read too), follows.csv (FollowerId,FolloweeId,CreatedAt) and the
+// sequence file beside users.csv (LastUserId: the highest user id ever
+// given out, deleted users' included); it is still read. Reading yields
+// the store's rows, each with the file and line it came from so that the
+// import can point at a bad one; writing takes the rows the store yields.
+// The store itself deals in rows only.
 package graphcsv
 
 import (
@@ -26,21 +31,26 @@ import (
 // Reading also takes fewer fractional digits, or none.
 const TimeLayout = time.DateTime + ".0000000"
 
-// The headers of the files. users.csv without stamps, as files written
-// before stamps were and hand-made ones are, is read too: its users get
-// new stamps.
+// The headers of the files, the version 2 ones first. Files of version 1
+// are read too: users.csv without deactivations (and without stamps, as
+// files written before stamps were and hand-made ones are: its users get
+// new stamps), follows.csv without settings (each gets the defaults).
 var (
-	usersHeader         = []string{"Id", "Name", "SecurityStamp"}
+	usersHeader         = []string{"Id", "Name", "SecurityStamp", "DeactivatedAt"}
+	usersHeaderV1       = []string{"Id", "Name", "SecurityStamp"}
 	usersHeaderNoStamps = []string{"Id", "Name"}
-	followsHeader       = []string{"FollowerId", "FolloweeId", "CreatedAt"}
+	followsHeader       = []string{"FollowerId", "FolloweeId", "CreatedAt", "Muted", "NotificationsEnabled"}
+	followsHeaderV1     = []string{"FollowerId", "FolloweeId", "CreatedAt"}
+	blocksHeader        = []string{"BlockerId", "BlockedId", "CreatedAt"}
 	sequenceHeader      = []string{"LastUserId"}
 )
 
 // ReadUsers yields the users of users.csv, read from r and called name in
 // errors, or a *db.RowError for each row that is not right. An empty
-// SecurityStamp, or none, leaves the store to make one.
+// SecurityStamp, or none, leaves the store to make one; an empty
+// DeactivatedAt, or none, is an active account.
 func ReadUsers(name string, r io.Reader) iter.Seq2[db.UserRow, error] {
-	return read(name, r, [][]string{usersHeader, usersHeaderNoStamps}, func(pos db.Pos, rec []string) (db.UserRow, string) {
+	return read(name, r, [][]string{usersHeader, usersHeaderV1, usersHeaderNoStamps}, func(pos db.Pos, rec []string) (db.UserRow, string) {
 		id, err := strconv.ParseInt(rec[0], 10, 64)
 		switch {
 		case err != nil || id <= 0:
@@ -55,9 +65,24 @@ func ReadUsers(name string, r io.Reader) iter.Seq2[db.UserRow, error] {
 			}
 			u.SecurityStamp = rec[2]
 		}
+		if len(rec) > 3 && rec[3] != "" {
+			at, err := parseTime(rec[3])
+			if err != nil {
+				return db.UserRow{}, fmt.Sprintf("DeactivatedAt %q is not empty nor YYYY-MM-DD HH:MM:SS[.fffffff]", rec[3])
+			}
+			u.DeactivatedAt = at
+		}
 		return u, ""
 	})
 }
+
+// parseTime reads a time in TimeLayout, or with fewer fractional digits:
+// time.DateTime is TimeLayout without its fraction, which Parse then reads
+// whatever its number of digits.
+func parseTime(s string) (time.Time, error) { return time.Parse(time.DateTime, s) }
+
+// parseFlag reads a setting written as 0 or 1 (true and false are read too).
+func parseFlag(s string) (bool, error) { return strconv.ParseBool(s) }
 
 func truncate(s string, n int) string {
 	if len(s) <= n {
@@ -69,22 +94,54 @@ func truncate(s string, n int) string {
 // ReadFollows yields the follows of follows.csv, read from r and called
 // name in errors, or a *db.RowError for each row that is not right.
 func ReadFollows(name string, r io.Reader) iter.Seq2[db.FollowRow, error] {
-	return read(name, r, [][]string{followsHeader}, func(pos db.Pos, rec []string) (db.FollowRow, string) {
-		follower, err1 := strconv.ParseInt(rec[0], 10, 64)
-		followee, err2 := strconv.ParseInt(rec[1], 10, 64)
-		// time.DateTime is TimeLayout without its fraction, which Parse
-		// then reads whatever its number of digits.
-		at, err3 := time.Parse(time.DateTime, rec[2])
-		switch {
-		case err1 != nil || follower <= 0:
-			return db.FollowRow{}, fmt.Sprintf("FollowerId %q is not a positive whole number", rec[0])
-		case err2 != nil || followee <= 0:
-			return db.FollowRow{}, fmt.Sprintf("FolloweeId %q is not a positive whole number", rec[1])
-		case err3 != nil:
-			return db.FollowRow{}, fmt.Sprintf("CreatedAt %q is not YYYY-MM-DD HH:MM:SS[.ffffff]", rec[2])
+	return read(name, r, [][]string{followsHeader, followsHeaderV1}, func(pos db.Pos, rec []string) (db.FollowRow, string) {
+		follower, followee, at, reason := parseEdge(rec, followsHeader)
+		if reason != "" {
+			return db.FollowRow{}, reason
 		}
-		return db.FollowRow{Pos: pos, Follower: follower, Followee: followee, At: at}, ""
+		f := db.FollowRow{Pos: pos, Follower: follower, Followee: followee, At: at}
+		if len(rec) > 3 {
+			muted, err4 := parseFlag(rec[3])
+			notifications, err5 := parseFlag(rec[4])
+			switch {
+			case err4 != nil:
+				return db.FollowRow{}, fmt.Sprintf("Muted %q is not 0 or 1", rec[3])
+			case err5 != nil:
+				return db.FollowRow{}, fmt.Sprintf("NotificationsEnabled %q is not 0 or 1", rec[4])
+			}
+			f.Muted, f.NotificationsOff = muted, !notifications
+		}
+		return f, ""
 	})
+}
+
+// ReadBlocks yields the blocks of blocks.csv, read from r and called name
+// in errors, or a *db.RowError for each row that is not right.
+func ReadBlocks(name string, r io.Reader) iter.Seq2[db.BlockRow, error] {
+	return read(name, r, [][]string{blocksHeader}, func(pos db.Pos, rec []string) (db.BlockRow, string) {
+		blocker, blocked, at, reason := parseEdge(rec, blocksHeader)
+		if reason != "" {
+			return db.BlockRow{}, reason
+		}
+		return db.BlockRow{Pos: pos, Blocker: blocker, Blocked: blocked, At: at}, ""
+	})
+}
+
+// parseEdge reads the first three fields of a follow or a block: the two
+// users' ids and when, or says which is not right, by its header's name.
+func parseEdge(rec, header []string) (from, to int64, at time.Time, reason string) {
+	from, err1 := strconv.ParseInt(rec[0], 10, 64)
+	to, err2 := strconv.ParseInt(rec[1], 10, 64)
+	at, err3 := parseTime(rec[2])
+	switch {
+	case err1 != nil || from <= 0:
+		return 0, 0, at, fmt.Sprintf("%s %q is not a positive whole number", header[0], rec[0])
+	case err2 != nil || to <= 0:
+		return 0, 0, at, fmt.Sprintf("%s %q is not a positive whole number", header[1], rec[1])
+	case err3 != nil:
+		return 0, 0, at, fmt.Sprintf("%s %q is not YYYY-MM-DD HH:MM:SS[.ffffff]", header[2], rec[2])
+	}
+	return from, to, at, ""
 }
 
 // read yields the rows of a CSV file after checking its header, one of
@@ -151,12 +208,22 @@ func trimAll(rec []string) []string {
 }
 
 // WriteUsers writes users.csv, as ReadUsers reads it, to w: the header,
-// then a user a line. It returns how many users it wrote.
+// then a user a line, an active one's DeactivatedAt empty. It returns how
+// many users it wrote.
 func WriteUsers(w io.Writer, users iter.Seq2[db.UserRow, error]) (int, error) {
 	return write(w, usersHeader, users, func(u db.UserRow) []string {
-		return []string{strconv.FormatInt(u.ID, 10), u.Name, u.SecurityStamp}
+		deactivated := ""
+		if !u.DeactivatedAt.IsZero() {
+			deactivated = formatTime(u.DeactivatedAt)
+		}
+		return []string{strconv.FormatInt(u.ID, 10), u.Name, u.SecurityStamp, deactivated}
 	})
 }
+
+func formatTime(t time.Time) string { return t.UTC().Format(TimeLayout) }
+
+// flags are how a setting is written.
+var flags = map[bool]string{false: "0", true: "1"}
 
 // SequencePath is where the sequence file of a users.csv goes by default:
 // beside it, users.sequence.csv for users.csv.
@@ -199,11 +266,19 @@ func ReadSequence(name string, r io.Reader) (int64, error) {
 }
 
 // WriteFollows writes follows.csv, as ReadFollows reads it, to w: the
-// header, then a follow a line, its time in TimeLayout. It returns how many
-// follows it wrote.
+// header, then a follow a line, its time in TimeLayout and its settings as
+// 0 or 1. It returns how many follows it wrote.
 func WriteFollows(w io.Writer, follows iter.Seq2[db.FollowRow, error]) (int, error) {
 	return write(w, followsHeader, follows, func(f db.FollowRow) []string {
-		return []string{strconv.FormatInt(f.Follower, 10), strconv.FormatInt(f.Followee, 10), f.At.UTC().Format(TimeLayout)}
+		return []string{strconv.FormatInt(f.Follower, 10), strconv.FormatInt(f.Followee, 10), formatTime(f.At), flags[f.Muted], flags[!f.NotificationsOff]}
+	})
+}
+
+// WriteBlocks writes blocks.csv, as ReadBlocks reads it, to w: the header,
+// then a block a line. It returns how many blocks it wrote.
+func WriteBlocks(w io.Writer, blocks iter.Seq2[db.BlockRow, error]) (int, error) {
+	return write(w, blocksHeader, blocks, func(b db.BlockRow) []string {
+		return []string{strconv.FormatInt(b.Blocker, 10), strconv.FormatInt(b.Blocked, 10), formatTime(b.At)}
 	})
 }
 

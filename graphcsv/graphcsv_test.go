@@ -28,10 +28,12 @@ func collect[T any](seq iter.Seq2[T, error]) (rows []T, errs []string) {
 // times in UTC with seven fractional digits; and that form reads back as
 // the same rows.
 func TestRoundTrip(t *testing.T) {
+	// Version 1 files, read and written as version 2: no deactivation, the
+	// default settings.
 	users := "id , NAME, securitystamp\n1, alice, 0123abcd\n20,Bob.B-b_,\n"
 	follows := "FollowerId,FolloweeId,CreatedAt\n1,20,2026-01-02 03:04:05.123456789\n20,1, 2026-01-02 03:04:05\n"
-	wantUsers := "Id,Name,SecurityStamp\n1,alice,0123abcd\n20,Bob.B-b_,\n"
-	wantFollows := "FollowerId,FolloweeId,CreatedAt\n1,20,2026-01-02 03:04:05.1234567\n20,1,2026-01-02 03:04:05.0000000\n"
+	wantUsers := "Id,Name,SecurityStamp,DeactivatedAt\n1,alice,0123abcd,\n20,Bob.B-b_,,\n"
+	wantFollows := "FollowerId,FolloweeId,CreatedAt,Muted,NotificationsEnabled\n1,20,2026-01-02 03:04:05.1234567,0,1\n20,1,2026-01-02 03:04:05.0000000,0,1\n"
 	for range 2 {
 		var ub, fb bytes.Buffer
 		if n, err := WriteUsers(&ub, ReadUsers("u.csv", strings.NewReader(users))); n != 2 || err != nil {
@@ -57,7 +59,7 @@ func TestRoundTrip(t *testing.T) {
 	WriteFollows(&b, func(yield func(db.FollowRow, error) bool) {
 		yield(db.FollowRow{Follower: 1, Followee: 2, At: cet}, nil)
 	})
-	if !strings.Contains(b.String(), "1,2,2026-01-02 02:04:05.0000000\n") {
+	if !strings.Contains(b.String(), "1,2,2026-01-02 02:04:05.0000000,0,1\n") {
 		t.Errorf("a CET time written as %q", &b)
 	}
 }
@@ -108,12 +110,12 @@ func TestReadPointsAtBadRows(t *testing.T) {
 	}
 
 	_, errs = collect(ReadFollows("follows.csv", strings.NewReader("Follower,Followee,When\n1,2,2026-01-01 00:00:00\n")))
-	if want := []string{"follows.csv line 1: the header must be FollowerId,FolloweeId,CreatedAt"}; !slices.Equal(errs, want) {
+	if want := []string{"follows.csv line 1: the header must be FollowerId,FolloweeId,CreatedAt,Muted,NotificationsEnabled or FollowerId,FolloweeId,CreatedAt"}; !slices.Equal(errs, want) {
 		t.Errorf("a wrong header: %q, want %q", errs, want)
 	}
 	var re *db.RowError
 	for _, err := range ReadUsers("users.csv", strings.NewReader("")) {
-		if !errors.As(err, &re) || re.Pos.Line != 1 || !strings.Contains(err.Error(), "Id,Name,SecurityStamp or Id,Name") {
+		if !errors.As(err, &re) || re.Pos.Line != 1 || !strings.Contains(err.Error(), "Id,Name,SecurityStamp,DeactivatedAt or Id,Name,SecurityStamp or Id,Name") {
 			t.Errorf("an empty file: %v, want a row error at line 1 naming both headers", err)
 		}
 	}
@@ -171,5 +173,56 @@ func TestWriteStopsAtAnError(t *testing.T) {
 	}
 	if strings.Contains(b.String(), "2,b") {
 		t.Errorf("a row after the error was written:\n%s", &b)
+	}
+}
+
+// Version 2 carries deactivations, follow settings and blocks, and reads
+// back what it wrote; bad values are named.
+func TestVersion2Rows(t *testing.T) {
+	users := "Id,Name,SecurityStamp,DeactivatedAt\n1,a,s1,\n2,b,s2,2026-01-02 03:04:05.1234567\n"
+	follows := "FollowerId,FolloweeId,CreatedAt,Muted,NotificationsEnabled\n1,2,2026-01-01 00:00:00.0000000,1,0\n2,1,2026-01-01 00:00:00.0000000,0,1\n"
+	blocks := "BlockerId,BlockedId,CreatedAt\n1,3,2026-01-05 00:00:00.0000000\n"
+	var ub, fb, bb bytes.Buffer
+	WriteUsers(&ub, ReadUsers("u", strings.NewReader(users)))
+	WriteFollows(&fb, ReadFollows("f", strings.NewReader(follows)))
+	WriteBlocks(&bb, ReadBlocks("b", strings.NewReader(blocks)))
+	if ub.String() != users || fb.String() != follows || bb.String() != blocks {
+		t.Errorf("written again:\n%s%s%s", &ub, &fb, &bb)
+	}
+	us, _ := collect(ReadUsers("u", strings.NewReader(users)))
+	fs, _ := collect(ReadFollows("f", strings.NewReader(follows)))
+	if !us[0].DeactivatedAt.IsZero() || !us[1].DeactivatedAt.Equal(time.Date(2026, 1, 2, 3, 4, 5, 123456700, time.UTC)) ||
+		!fs[0].Muted || !fs[0].NotificationsOff || fs[1].Muted || fs[1].NotificationsOff {
+		t.Errorf("read %+v %+v", us, fs)
+	}
+	_, errs := collect(ReadUsers("u", strings.NewReader("Id,Name,SecurityStamp,DeactivatedAt\n1,a,s,never\n")))
+	_, ferrs := collect(ReadFollows("f", strings.NewReader("FollowerId,FolloweeId,CreatedAt,Muted,NotificationsEnabled\n1,2,2026-01-01 00:00:00,maybe,1\n")))
+	_, berrs := collect(ReadBlocks("b", strings.NewReader("BlockerId,BlockedId,CreatedAt\n1,x,2026-01-01 00:00:00\n")))
+	want := []string{`u line 2: DeactivatedAt "never" is not empty nor YYYY-MM-DD HH:MM:SS[.fffffff]`, `f line 2: Muted "maybe" is not 0 or 1`, `b line 2: BlockedId "x" is not a positive whole number`}
+	if got := append(append(errs, ferrs...), berrs...); !slices.Equal(got, want) {
+		t.Errorf("errors %q, want %q", got, want)
+	}
+}
+
+// The manifest's version is read before anything else of it: a later
+// version is refused for its version, whatever its columns.
+func TestManifest(t *testing.T) {
+	var b bytes.Buffer
+	m := Manifest{Version: Version, LastUserID: 9, Users: 3, Blocks: 1, Follows: 2}
+	if err := WriteManifest(&b, m); err != nil || b.String() != "Version,LastUserId,Users,Blocks,Follows\n2,9,3,1,2\n" {
+		t.Fatalf("written %q, %v", &b, err)
+	}
+	if got, err := ReadManifest("m", &b); got != m || err != nil {
+		t.Errorf("read back %+v, %v", got, err)
+	}
+	for in, want := range map[string]string{
+		"":                     "m line 1: not a manifest",
+		"Version,Other\n3,x\n": `m line 2: format version "3": this build reads version 2`,
+		"Version,LastUserId,Users,Blocks\n2,1,1,1\n":           "m line 1: the header must be Version,LastUserId,Users,Blocks,Follows",
+		"Version,LastUserId,Users,Blocks,Follows\n2,1,1,1,x\n": `m line 2: Follows "x" is not a whole number`,
+	} {
+		if _, err := ReadManifest("m", strings.NewReader(in)); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q: %v, want %s", in, err, want)
+		}
 	}
 }

@@ -1,0 +1,215 @@
+package graphcsv
+
+import (
+	"bufio"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"follows/db"
+)
+
+// Version is the version of the folder format this build writes. A change
+// to any file's columns, or to what a value means, is a new version: a
+// build refuses a folder whose manifest says a version it does not know,
+// rather than read it wrongly.
+const Version = 2
+
+// The files of an export folder. The manifest is written last, so that a
+// folder an export did not finish has none and is refused.
+const (
+	ManifestFile = "manifest.csv"
+	UsersFile    = "users.csv"
+	BlocksFile   = "blocks.csv"
+	FollowsFile  = "follows.csv"
+)
+
+// Manifest is manifest.csv: the format's version, the highest user id the
+// exported database ever gave out, and how many rows each file holds, so
+// that a file cut short is found.
+type Manifest struct {
+	Version                int
+	LastUserID             int64
+	Users, Blocks, Follows int
+}
+
+var manifestHeader = []string{"Version", "LastUserId", "Users", "Blocks", "Follows"}
+
+// WriteManifest writes manifest.csv, as ReadManifest reads it, to w.
+func WriteManifest(w io.Writer, m Manifest) error {
+	cw := csv.NewWriter(w)
+	cw.Write(manifestHeader)
+	cw.Write([]string{strconv.Itoa(m.Version), strconv.FormatInt(m.LastUserID, 10), strconv.Itoa(m.Users), strconv.Itoa(m.Blocks), strconv.Itoa(m.Follows)})
+	cw.Flush()
+	return cw.Error()
+}
+
+// ReadManifest reads manifest.csv from r, called name in errors. Its
+// version is checked before anything else is, so that a later version
+// whose columns differ is refused for its version.
+func ReadManifest(name string, r io.Reader) (Manifest, error) {
+	bad := func(line int, reason string) (Manifest, error) {
+		return Manifest{}, &db.RowError{Pos: db.Pos{File: name, Line: line}, Reason: reason}
+	}
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = -1
+	recs, err := cr.ReadAll()
+	if err != nil {
+		return bad(1, err.Error())
+	}
+	if len(recs) == 0 || len(recs[0]) == 0 || !strings.EqualFold(strings.TrimSpace(recs[0][0]), "Version") {
+		return bad(1, "not a manifest: the header must be "+strings.Join(manifestHeader, ","))
+	}
+	if len(recs) != 2 {
+		return bad(2, fmt.Sprintf("want one row, not %d", len(recs)-1))
+	}
+	vals := trimAll(recs[1])
+	if v, err := strconv.Atoi(vals[0]); err != nil || v != Version {
+		return bad(2, fmt.Sprintf("format version %q: this build reads version %d (and version 1, users.csv and follows.csv without a manifest); import it with the build that exported it, or a later one", vals[0], Version))
+	}
+	if strings.Join(trimAll(recs[0]), ",") != strings.Join(manifestHeader, ",") {
+		return bad(1, "the header must be "+strings.Join(manifestHeader, ","))
+	}
+	if len(vals) != len(manifestHeader) {
+		return bad(2, fmt.Sprintf("%d fields, want %d", len(vals), len(manifestHeader)))
+	}
+	m := Manifest{Version: Version}
+	var nums [4]int64
+	for i := range nums {
+		n, err := strconv.ParseInt(vals[i+1], 10, 64)
+		if err != nil || n < 0 {
+			return bad(2, fmt.Sprintf("%s %q is not a whole number", manifestHeader[i+1], vals[i+1]))
+		}
+		nums[i] = n
+	}
+	m.LastUserID, m.Users, m.Blocks, m.Follows = nums[0], int(nums[1]), int(nums[2]), int(nums[3])
+	return m, nil
+}
+
+// WriteDir writes a graph as a version 2 folder, made if need be: each
+// table's file, then the manifest. It returns the manifest.
+func WriteDir(dir string, g db.Graph) (Manifest, error) {
+	m := Manifest{Version: Version, LastUserID: g.LastUserID}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return m, err
+	}
+	// An earlier export's manifest would vouch for files being rewritten.
+	if err := os.Remove(filepath.Join(dir, ManifestFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return m, err
+	}
+	steps := []struct {
+		file  string
+		n     *int
+		write func(io.Writer) (int, error)
+	}{
+		{UsersFile, &m.Users, func(w io.Writer) (int, error) { return WriteUsers(w, g.Users) }},
+		{BlocksFile, &m.Blocks, func(w io.Writer) (int, error) { return WriteBlocks(w, g.Blocks) }},
+		{FollowsFile, &m.Follows, func(w io.Writer) (int, error) { return WriteFollows(w, g.Follows) }},
+		{ManifestFile, new(int), func(w io.Writer) (int, error) { return 1, WriteManifest(w, m) }},
+	}
+	for _, st := range steps {
+		n, err := writeFile(filepath.Join(dir, st.file), st.write)
+		if err != nil {
+			return m, fmt.Errorf("write %s: %w", st.file, err)
+		}
+		*st.n = n
+	}
+	return m, nil
+}
+
+// writeFile makes the file at path with fn; it is readable by its owner
+// only, as it holds every account's stamp.
+func writeFile(path string, fn func(w io.Writer) (int, error)) (int, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	n, err := fn(w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
+}
+
+// ReadDir opens a version 2 folder: it reads and checks the manifest, and
+// returns the graph its files hold, each file's rows checked against the
+// manifest's count once read, and what closes the files.
+func ReadDir(dir string) (db.Graph, func() error, error) {
+	mf, err := os.Open(filepath.Join(dir, ManifestFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return db.Graph{}, nil, fmt.Errorf("%s has no %s: not an export folder, or one whose export did not finish (give -users and -follows for the files of version 1)", dir, ManifestFile)
+	}
+	if err != nil {
+		return db.Graph{}, nil, err
+	}
+	m, err := ReadManifest(filepath.Join(dir, ManifestFile), mf)
+	mf.Close()
+	if err != nil {
+		return db.Graph{}, nil, err
+	}
+	var files []*os.File
+	closeAll := func() error {
+		for _, f := range files {
+			f.Close()
+		}
+		return nil
+	}
+	open := func(name string) (string, io.Reader, error) {
+		path := filepath.Join(dir, name)
+		f, err := os.Open(path)
+		if err != nil {
+			return path, nil, err
+		}
+		files = append(files, f)
+		return path, f, nil
+	}
+	up, ur, err := open(UsersFile)
+	if err != nil {
+		closeAll()
+		return db.Graph{}, nil, err
+	}
+	bp, br, err := open(BlocksFile)
+	if err != nil {
+		closeAll()
+		return db.Graph{}, nil, err
+	}
+	fp, fr, err := open(FollowsFile)
+	if err != nil {
+		closeAll()
+		return db.Graph{}, nil, err
+	}
+	return db.Graph{
+		Users:      counted(up, m.Users, ReadUsers(up, ur)),
+		Blocks:     counted(bp, m.Blocks, ReadBlocks(bp, br)),
+		Follows:    counted(fp, m.Follows, ReadFollows(fp, fr)),
+		LastUserID: m.LastUserID,
+	}, closeAll, nil
+}
+
+// counted yields a file's rows, and then, when they were not as many as
+// the manifest says, an error saying so.
+func counted[T any](name string, want int, rows iter.Seq2[T, error]) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		n := 0
+		for row, err := range rows {
+			n++
+			if !yield(row, err) {
+				return
+			}
+		}
+		if n != want {
+			var zero T
+			yield(zero, &db.RowError{Pos: db.Pos{File: name}, Reason: fmt.Sprintf("holds %d rows, the manifest says %d: the file is not whole", n, want)})
+		}
+	}
+}
