@@ -102,7 +102,12 @@ func PlanAdoption(ctx context.Context, dsn string) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	return adoptAndMigrate(ctx, d, dsn, connStr, false)
+	plan, err := adoptAndMigrate(ctx, d, dsn, connStr, false)
+	if err != nil {
+		// Said as Open says it.
+		return plan, fmt.Errorf("%s: %w", location(d, dsn), d.classify(err))
+	}
+	return plan, nil
 }
 
 // adoptAndMigrate adopts an EF Core database and runs the migrations after
