@@ -503,6 +503,10 @@ func testAdoptFixture(t *testing.T, dialect string, fx efFollowsFixture) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { raw.Close() })
+		// EF Core makes its SQLite files in WAL mode.
+		if _, err := raw.Exec(`PRAGMA journal_mode = WAL`); err != nil {
+			t.Fatal(err)
+		}
 	} else if dialect == "postgres" {
 		dsn = makePostgresDB(t, npgsqlUsers+ddl+"\n"+rows)
 		raw = apitest.OpenDSN(t, dsn)
