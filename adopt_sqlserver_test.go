@@ -106,17 +106,9 @@ func mssqlSnapshot(t *testing.T, raw *sql.DB) string {
 		`SELECT CONCAT(OBJECT_NAME(parent_object_id), ' ', name, ' ', type_desc, ' ', OBJECT_DEFINITION(object_id)) FROM sys.objects WHERE parent_object_id <> 0 ORDER BY 1`,
 		`SELECT CONCAT(name, ' ', delete_referential_action_desc) FROM sys.foreign_keys ORDER BY 1`,
 		`SELECT CONCAT(OBJECT_NAME(object_id), ' ', name) FROM sys.indexes WHERE name IS NOT NULL AND OBJECTPROPERTY(object_id, 'IsUserTable') = 1 ORDER BY 1`,
+		`SELECT STRING_AGG(CONCAT_WS(' ', FollowerId, FolloweeId, CreatedAt), ', ') WITHIN GROUP (ORDER BY FollowerId, FolloweeId) FROM Follows`,
 	} {
-		rows, err := raw.Query(q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var s sql.NullString
-			rows.Scan(&s)
-			fmt.Fprintln(&b, s.String)
-		}
-		rows.Close()
+		writeLines(&b, raw, q)
 	}
 	return b.String()
 }

@@ -567,18 +567,24 @@ func pgSnapshot(t *testing.T, raw *sql.DB) string {
 		`SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() ORDER BY 1`,
 		`SELECT string_agg(concat_ws(' ', "FollowerId", "FolloweeId", "CreatedAt"), ', ' ORDER BY 1) FROM "Follows"`,
 	} {
-		rows, err := raw.Query(q)
-		if err != nil {
-			// No Follows yet (UserUser): that is part of the picture.
-			fmt.Fprintln(&b, err)
-			continue
-		}
-		for rows.Next() {
-			var s sql.NullString
-			rows.Scan(&s)
-			fmt.Fprintln(&b, s.String)
-		}
-		rows.Close()
+		writeLines(&b, raw, q)
 	}
 	return b.String()
+}
+
+// writeLines writes the one-column rows of a catalogue query to b, or
+// its error: a query of Follows fails while there is none (UserUser),
+// which is part of the picture.
+func writeLines(b *strings.Builder, raw *sql.DB, query string) {
+	rows, err := raw.Query(query)
+	if err != nil {
+		fmt.Fprintln(b, err)
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s sql.NullString
+		rows.Scan(&s)
+		fmt.Fprintln(b, s.String)
+	}
 }
