@@ -181,6 +181,9 @@ type adoption struct {
 	quote func(string) string
 	// nameList aggregates "Id Name" of a group of users, in Id order.
 	nameList string
+	// damaged, if not "", lists the damage a check of the database
+	// finds; any refuses adoption.
+	damaged string
 	// describeFollows reads Follows' definition from the catalogue.
 	describeFollows func(ctx context.Context, r runner) (tableDef, error)
 	// fixFollows makes what verifyFollows found missing or wrong right.
@@ -275,6 +278,9 @@ func (s *Store) refuseBadRows(ctx context.Context, r runner, checks map[string]s
 	// Names are ASCII, so lower() compares them as SQLite's NOCASE does.
 	checks["two users share a name (names are unique without regard to case)"] = `SELECT ` + s.d.adoption.nameList + ` FROM Users GROUP BY lower(Name) HAVING COUNT(*) > 1`
 	checks["a user without a name"] = `SELECT CONCAT(Id, '') FROM Users WHERE Name IS NULL OR Name = ''`
+	if d := s.d.adoption.damaged; d != "" {
+		checks["the database is damaged"] = d
+	}
 	bad, err := problems(ctx, r, checks)
 	if err != nil {
 		return fmt.Errorf("adopt: check rows: %w", err)

@@ -17,6 +17,9 @@ func sqliteAdoption() *adoption {
 		columnExists: `SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?`,
 		quote:        func(n string) string { return `"` + n + `"` },
 		nameList:     `string_agg(CONCAT(Id, ' ', Name), ', ' ORDER BY Id)`,
+		// Adoption runs before Open's integrity check, which needs the
+		// server's settings (WAL): a damaged file is refused first.
+		damaged: `SELECT quick_check FROM pragma_quick_check WHERE quick_check <> 'ok'`,
 		// Foreign keys are not enforced while adopting (see
 		// sqliteRebuildFollows); every row is checked before the commit.
 		afterCheck:      `SELECT CONCAT("table", ' row ', rowid, ' refers to a missing row of ', parent) FROM pragma_foreign_key_check`,

@@ -16,8 +16,11 @@ func sqlserverAdoption() *adoption {
   UNION ALL SELECT i.name FROM sys.indexes AS i JOIN sys.tables AS t ON t.object_id = i.object_id WHERE t.schema_id = SCHEMA_ID()) AS o
 WHERE o.name = ?`,
 		columnExists: `SELECT COUNT(*) FROM sys.columns WHERE object_id = OBJECT_ID(?) AND name = ?`,
-		// Held until the adopting transaction ends.
-		lock:            `EXEC sp_getapplock @Resource = N'follows: adopt an EF Core database', @LockMode = N'Exclusive', @LockOwner = N'Transaction', @LockTimeout = 300000`,
+		// Held until the adopting transaction ends. sp_getapplock says
+		// a timeout in its return value, not as an error.
+		lock: `DECLARE @got int;
+EXEC @got = sp_getapplock @Resource = N'follows: adopt an EF Core database', @LockMode = N'Exclusive', @LockOwner = N'Transaction', @LockTimeout = 300000;
+IF @got < 0 THROW 50000, N'another instance held the adoption lock for five minutes', 1;`,
 		quote:           func(n string) string { return "[" + n + "]" },
 		nameList:        `STRING_AGG(CONCAT(Id, ' ', Name), ', ') WITHIN GROUP (ORDER BY Id)`,
 		describeFollows: sqlserverFollows.describe,
