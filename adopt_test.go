@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -286,6 +287,8 @@ type efFollowsFixture struct {
 	after    func(t *testing.T, raw *sql.DB)
 	// notOn is a dialect that cannot hold the fixture.
 	notOn string
+	// errOn, for a dialect, replaces wantErr.
+	errOn map[string][]string
 }
 
 // fixtureRows are efFollows as Follows rows, with EF's times.
@@ -452,7 +455,51 @@ CREATE INDEX "IX_UserUser_FollowingId" ON "UserUser" ("FollowingId");`,
     CONSTRAINT "PK_UserUser" PRIMARY KEY ("FollowersId", "FollowingId"));`,
 	rows:    userUserRows(append(slices.Clone(efFollows), [2]int{2, 42})),
 	wantErr: []string{"a followed user that is not a user (UserUser row): 2 -> 42", "nothing was changed"},
+}, {
+	// A column of Users the server's sign-ups cannot fill: refused.
+	name:    "Users with a NOT NULL column without a default",
+	follows: `{addColumn "Rank" integer}` + fixtureFollows(fixtureKeys),
+	rows:    fixtureRows,
+	wantErr: []string{"Users.Rank is NOT NULL without a default: the server's sign-ups, which do not set it, would be refused"},
+}, {
+	// The counter an EF model may map already, without a default, and
+	// wrong: the count migration recounts it, and it takes the server's
+	// default where the dialect can give one (not SQLite: it would have
+	// to rebuild Users).
+	name:     "Users with FollowerCount already",
+	follows:  `{addColumn "FollowerCount" integer}` + fixtureFollows(`CHECK ("FollowerId" <> "FolloweeId"), `+fixtureKeys),
+	rows:     fixtureRows,
+	wantPlan: []string{"give Users.FollowerCount the default 0"},
+	errOn:    map[string][]string{"sqlite": {"Users.FollowerCount is NOT NULL without a default, which SQLite cannot add without rebuilding Users"}},
+	after: func(t *testing.T, raw *sql.DB) {
+		var alice int
+		raw.QueryRow(`SELECT "FollowerCount" FROM "Users" WHERE "Id" = 1`).Scan(&alice)
+		if alice != 2 {
+			t.Errorf("alice's FollowerCount is %d after adoption, want 2 (recounted)", alice)
+		}
+		if _, err := raw.Exec(`INSERT INTO "Users" ("Name", "SecurityStamp") VALUES ('frank', 'x')`); err != nil {
+			t.Errorf("a sign-up that leaves FollowerCount out: %v", err)
+		}
+	},
 }}
+
+// addColumnRE is a fixture's {addColumn "Name" type}: a NOT NULL column
+// with no default on Users, which has rows, made as each dialect can.
+var addColumnRE = regexp.MustCompile(`\{addColumn "(\w+)" (\w+)\}`)
+
+var addColumnOn = map[string]string{
+	"sqlite": `CREATE TABLE "Users_b" ("Id" INTEGER NOT NULL CONSTRAINT "PK_Users" PRIMARY KEY AUTOINCREMENT, "Name" TEXT NOT NULL, "$1" $2 NOT NULL);
+INSERT INTO "Users_b" SELECT "Id", "Name", 7 FROM "Users";
+DROP TABLE "Users";
+ALTER TABLE "Users_b" RENAME TO "Users";
+`,
+	"postgres": `ALTER TABLE "Users" ADD "$1" $2 NOT NULL DEFAULT 7;
+ALTER TABLE "Users" ALTER COLUMN "$1" DROP DEFAULT;
+`,
+	"sqlserver": `ALTER TABLE [Users] ADD [$1] $2 NOT NULL CONSTRAINT [DF_made] DEFAULT 7;
+ALTER TABLE [Users] DROP CONSTRAINT [DF_made];
+`,
+}
 
 // fixtureDialect writes a fixture for one dialect.
 var fixtureDialect = map[string]*strings.Replacer{
@@ -491,7 +538,10 @@ func TestAdoptFollowsByDefinition(t *testing.T) {
 
 func testAdoptFixture(t *testing.T, dialect string, fx efFollowsFixture) {
 	rep := fixtureDialect[dialect]
-	ddl, rows := rep.Replace(fx.follows), rep.Replace(fx.rows)
+	ddl, rows := rep.Replace(addColumnRE.ReplaceAllString(fx.follows, addColumnOn[dialect])), rep.Replace(fx.rows)
+	if e, ok := fx.errOn[dialect]; ok {
+		fx.wantErr, fx.wantPlan = e, nil
+	}
 	var dsn string
 	var raw *sql.DB
 	var snapshot func() string

@@ -184,10 +184,14 @@ type adoption struct {
 	// damaged, if not "", lists the damage a check of the database
 	// finds; any refuses adoption.
 	damaged string
-	// describeFollows reads Follows' definition from the catalogue.
-	describeFollows func(ctx context.Context, r runner) (tableDef, error)
 	// fixFollows makes what verifyFollows found missing or wrong right.
 	fixFollows func(ctx context.Context, r runner, def tableDef, fx fixes) error
+	// setDefault, if not nil, is the statement that gives a table's
+	// column a default (not SQLite, which rebuilds Follows for that and
+	// cannot for Users).
+	setDefault func(table, column string, c laterColumn) string
+	// catalogue reads tables' definitions.
+	catalogue followsCatalogue
 	// afterCheck, if not "", lists rows that break a constraint the
 	// adoption did not enforce as it went (SQLite's foreign keys), one
 	// problem a row; any refuses the commit.
@@ -233,6 +237,11 @@ func (s *Store) adopt(ctx context.Context, r runner, dry bool) (Plan, error) {
 		plan, err = s.adoptFollows(ctx, r)
 	default:
 		return Plan{}, errors.New("adopt: a Users table without follows (neither UserUser nor Follows): not a database of this model")
+	}
+	if err == nil && (plan.Shape == ShapeConvention || plan.Shape == ShapeJoinEntity) {
+		var says []string
+		says, err = s.verifyUsers(ctx, r)
+		plan.Steps = append(plan.Steps, says...)
 	}
 	if err != nil {
 		return plan, err
@@ -377,7 +386,7 @@ WHERE FollowerId NOT IN (SELECT Id FROM Users) OR FolloweeId NOT IN (SELECT Id F
 	if err := s.refuseBadRows(ctx, r, checks); err != nil {
 		return plan, err
 	}
-	def, err := a.describeFollows(ctx, r)
+	def, err := a.catalogue.describe(ctx, r)
 	if err != nil {
 		return plan, fmt.Errorf("adopt: read the definition of Follows: %w", err)
 	}
@@ -407,6 +416,45 @@ WHERE FollowerId NOT IN (SELECT Id FROM Users) OR FolloweeId NOT IN (SELECT Id F
 	}
 	plan.Steps = append(plan.Steps, "record the schema as at migration 1; later migrations add counts, blocks and settings (keeping the columns and indexes already there)"+a.laterSteps)
 	return plan, markMigrated(ctx, r, 1)
+}
+
+// verifyUsers checks the columns of Users that an EF model may have and
+// that the server's sign-ups leave out: each must be nullable or take a
+// default. One a later migration adds is given that migration's default
+// where the dialect can (not SQLite, which would have to rebuild Users);
+// its type is the app's. It returns what it did.
+func (s *Store) verifyUsers(ctx context.Context, r runner) ([]string, error) {
+	a := s.d.adoption
+	cols, err := a.catalogue.describeColumns(ctx, r, "Users")
+	if err != nil {
+		return nil, fmt.Errorf("adopt: read the definition of Users: %w", err)
+	}
+	later, err := laterColumns(s.d.name, "Users")
+	if err != nil {
+		return nil, err
+	}
+	var says, refused []string
+	for _, c := range cols {
+		if !c.notNull || c.hasDefault || c.generated || c.name == "Id" || c.name == "Name" {
+			continue
+		}
+		lc, isLater := later[c.name]
+		switch {
+		case isLater && lc.dflt != "" && a.setDefault != nil:
+			if _, err := r.exec(ctx, a.setDefault("Users", c.name, lc)); err != nil {
+				return says, fmt.Errorf("adopt: give Users.%s a default: %w", c.name, err)
+			}
+			says = append(says, fmt.Sprintf("give Users.%s the default %s, which the server's sign-ups, not setting it, take", c.name, lc.dflt))
+		case isLater && lc.dflt != "":
+			refused = append(refused, fmt.Sprintf("Users.%s is NOT NULL without a default, which SQLite cannot add without rebuilding Users: give it DEFAULT %s", c.name, lc.dflt))
+		default:
+			refused = append(refused, fmt.Sprintf("Users.%s is NOT NULL without a default: the server's sign-ups, which do not set it, would be refused; give it a default or make it nullable", c.name))
+		}
+	}
+	if len(refused) > 0 {
+		return says, &AdoptionError{Problems: refused}
+	}
+	return says, nil
 }
 
 // createFollowsSchema runs migration 1's statements that are missing:

@@ -11,13 +11,14 @@ func postgresAdoption() *adoption {
 		columnExists: `SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND column_name = ?`,
 		// Held until the adopting transaction ends; the key is the
 		// server's own, apart from goose's migration lock.
-		lock:            `SELECT pg_advisory_xact_lock(hashtext('follows: adopt an EF Core database'))`,
-		quote:           func(n string) string { return `"` + n + `"` },
-		nameList:        `string_agg(CONCAT(Id, ' ', Name), ', ' ORDER BY Id)`,
-		describeFollows: postgresFollows.describe,
-		fixFollows: alterFollows(func(col string, c laterColumn) string {
-			return `ALTER TABLE Follows ALTER COLUMN ` + col + ` SET DEFAULT ` + c.dflt
-		}),
+		lock:      `SELECT pg_advisory_xact_lock(hashtext('follows: adopt an EF Core database'))`,
+		quote:     func(n string) string { return `"` + n + `"` },
+		nameList:  `string_agg(CONCAT(Id, ' ', Name), ', ' ORDER BY Id)`,
+		catalogue: postgresFollows,
+		setDefault: func(table, col string, c laterColumn) string {
+			return `ALTER TABLE ` + table + ` ALTER COLUMN ` + col + ` SET DEFAULT ` + c.dflt
+		},
+		fixFollows: alterFollows,
 		joinEntity: []adoptStep{{
 			// EF Core sets CreatedAt itself; the server's follows take
 			// the database's time.
@@ -31,7 +32,7 @@ var postgresFollows = followsCatalogue{
 	columns: `SELECT a.attname, format_type(a.atttypid, NULL), a.attnotnull, a.atthasdef OR a.attidentity <> '',
   pg_get_expr(d.adbin, d.adrelid), a.attgenerated <> ''
 FROM pg_attribute AS a LEFT JOIN pg_attrdef AS d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-WHERE a.attrelid = '"Follows"'::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`,
+WHERE a.attrelid = to_regclass(quote_ident(?)) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`,
 	pk: `SELECT a.attname FROM pg_constraint AS c CROSS JOIN LATERAL unnest(c.conkey) WITH ORDINALITY AS k(attnum, n)
 JOIN pg_attribute AS a ON a.attrelid = c.conrelid AND a.attnum = k.attnum
 WHERE c.conrelid = '"Follows"'::regclass AND c.contype = 'p' ORDER BY k.n`,

@@ -22,10 +22,10 @@ func sqliteAdoption() *adoption {
 		damaged: `SELECT quick_check FROM pragma_quick_check WHERE quick_check <> 'ok'`,
 		// Foreign keys are not enforced while adopting (see
 		// sqliteRebuildFollows); every row is checked before the commit.
-		afterCheck:      `SELECT CONCAT("table", ' row ', rowid, ' refers to a missing row of ', parent) FROM pragma_foreign_key_check`,
-		describeFollows: sqliteFollows.describe,
-		fixFollows:      sqliteRebuildFollows,
-		laterSteps:      ", and write every CreatedAt in one fixed form (seven fractional digits)",
+		afterCheck: `SELECT CONCAT("table", ' row ', rowid, ' refers to a missing row of ', parent) FROM pragma_foreign_key_check`,
+		catalogue:  sqliteFollows,
+		fixFollows: sqliteRebuildFollows,
+		laterSteps: ", and write every CreatedAt in one fixed form (seven fractional digits)",
 	}
 }
 
@@ -33,7 +33,7 @@ func sqliteAdoption() *adoption {
 // CREATE TABLE text, the only place SQLite keeps them.
 var sqliteFollows = followsCatalogue{
 	columns: `SELECT name, lower(type), "notnull", dflt_value IS NOT NULL, dflt_value, hidden IN (2, 3)
-FROM pragma_table_xinfo('Follows') ORDER BY cid`,
+FROM pragma_table_xinfo(?) ORDER BY cid`,
 	pk: `SELECT name FROM pragma_table_info('Follows') WHERE pk > 0 ORDER BY pk`,
 	// SQLite keeps no name for a key: the one given says which it is.
 	fks: `SELECT CONCAT('FOREIGN KEY (', f."from", ') REFERENCES ', f."table"), f."from", f."table", coalesce(f."to", 'Id'), f.on_delete,

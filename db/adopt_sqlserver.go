@@ -21,16 +21,17 @@ WHERE o.name = ?`,
 		lock: `DECLARE @got int;
 EXEC @got = sp_getapplock @Resource = N'follows: adopt an EF Core database', @LockMode = N'Exclusive', @LockOwner = N'Transaction', @LockTimeout = 300000;
 IF @got < 0 THROW 50000, N'another instance held the adoption lock for five minutes', 1;`,
-		quote:           func(n string) string { return "[" + n + "]" },
-		nameList:        `STRING_AGG(CONCAT(Id, ' ', Name), ', ') WITHIN GROUP (ORDER BY Id)`,
-		describeFollows: sqlserverFollows.describe,
-		fixFollows: alterFollows(func(col string, c laterColumn) string {
-			name := "DF_Follows_" + col
+		quote:     func(n string) string { return "[" + n + "]" },
+		nameList:  `STRING_AGG(CONCAT(Id, ' ', Name), ', ') WITHIN GROUP (ORDER BY Id)`,
+		catalogue: sqlserverFollows,
+		setDefault: func(table, col string, c laterColumn) string {
+			name := "DF_" + table + "_" + col
 			if _, after, ok := strings.Cut(c.def, "CONSTRAINT ["); ok {
 				name, _, _ = strings.Cut(after, "]")
 			}
-			return `ALTER TABLE Follows ADD CONSTRAINT ` + name + ` DEFAULT ` + c.dflt + ` FOR ` + col
-		}),
+			return `ALTER TABLE ` + table + ` ADD CONSTRAINT ` + name + ` DEFAULT ` + c.dflt + ` FOR ` + col
+		},
+		fixFollows: alterFollows,
 		joinEntity: []adoptStep{{
 			// EF Core sets CreatedAt itself; the server's follows take
 			// the column's default (see insertFollow).
@@ -46,7 +47,7 @@ var sqlserverFollows = followsCatalogue{
 	columns: `SELECT c.name, LOWER(TYPE_NAME(c.user_type_id)), CASE WHEN c.is_nullable = 0 THEN 1 ELSE 0 END,
   CASE WHEN c.default_object_id <> 0 OR c.is_identity = 1 THEN 1 ELSE 0 END,
   OBJECT_DEFINITION(c.default_object_id), CASE WHEN c.is_computed = 1 THEN 1 ELSE 0 END
-FROM sys.columns AS c WHERE c.object_id = OBJECT_ID(N'Follows') ORDER BY c.column_id`,
+FROM sys.columns AS c WHERE c.object_id = OBJECT_ID(?) ORDER BY c.column_id`,
 	pk: `SELECT col.name FROM sys.indexes AS i
 JOIN sys.index_columns AS ic ON ic.object_id = i.object_id AND ic.index_id = i.index_id
 JOIN sys.columns AS col ON col.object_id = ic.object_id AND col.column_id = ic.column_id

@@ -206,33 +206,31 @@ const checkClause = `CONSTRAINT ` + noSelfFollow + ` CHECK (FollowerId <> Follow
 
 // alterFollows makes fixes with ALTER TABLE, where the dialect can
 // (PostgreSQL, SQL Server): statements written once, which the dialect's
-// rebind quotes; setDefault says how it gives a column a default.
-func alterFollows(setDefault func(column string, c laterColumn) string) func(ctx context.Context, r runner, def tableDef, fx fixes) error {
-	return func(ctx context.Context, r runner, _ tableDef, fx fixes) error {
-		var stmts []string
-		for _, name := range fx.drop {
-			stmts = append(stmts, `ALTER TABLE Follows DROP CONSTRAINT `+r.s.d.adoption.quote(name))
-		}
-		for _, k := range fx.keys {
-			stmts = append(stmts, `ALTER TABLE Follows ADD `+k.clause())
-		}
-		if fx.check {
-			stmts = append(stmts, `ALTER TABLE Follows ADD `+checkClause)
-		}
-		for _, col := range slices.Sorted(maps.Keys(fx.defaults)) {
-			stmts = append(stmts, setDefault(col, fx.defaults[col]))
-		}
-		for _, st := range stmts {
-			if _, err := r.exec(ctx, st); err != nil {
-				return fmt.Errorf("%s: %w", st, err)
-			}
-		}
-		return nil
+// rebind quotes.
+func alterFollows(ctx context.Context, r runner, _ tableDef, fx fixes) error {
+	var stmts []string
+	for _, name := range fx.drop {
+		stmts = append(stmts, `ALTER TABLE Follows DROP CONSTRAINT `+r.s.d.adoption.quote(name))
 	}
+	for _, k := range fx.keys {
+		stmts = append(stmts, `ALTER TABLE Follows ADD `+k.clause())
+	}
+	if fx.check {
+		stmts = append(stmts, `ALTER TABLE Follows ADD `+checkClause)
+	}
+	for _, col := range slices.Sorted(maps.Keys(fx.defaults)) {
+		stmts = append(stmts, r.s.d.adoption.setDefault("Follows", col, fx.defaults[col]))
+	}
+	for _, st := range stmts {
+		if _, err := r.exec(ctx, st); err != nil {
+			return fmt.Errorf("%s: %w", st, err)
+		}
+	}
+	return nil
 }
 
 // followsCatalogue are a dialect's queries for Follows' definition:
-// columns selects name, type (lower case, no length), NOT NULL, has a
+// columns selects, for the table named by its parameter, name, type (lower case, no length), NOT NULL, has a
 // default, the default's text (or null) and generated; pk the primary
 // key's columns in order; checks each CHECK's name and expression; fks
 // each foreign key column's key name, column, referenced table and
@@ -244,16 +242,8 @@ type followsCatalogue struct {
 
 func (q followsCatalogue) describe(ctx context.Context, r runner) (tableDef, error) {
 	var def tableDef
-	err := scanRows(ctx, r, q.columns, func(rs *rows) error {
-		var c columnDef
-		var dflt *string
-		err := rs.Scan(&c.name, &c.typ, &c.notNull, &c.hasDefault, &dflt, &c.generated)
-		if dflt != nil {
-			c.dflt = *dflt
-		}
-		def.columns = append(def.columns, c)
-		return err
-	})
+	var err error
+	def.columns, err = q.describeColumns(ctx, r, "Follows")
 	if err == nil {
 		err = scanRows(ctx, r, q.pk, func(rs *rows) error {
 			var name string
@@ -287,9 +277,25 @@ func (q followsCatalogue) describe(ctx context.Context, r runner) (tableDef, err
 	return def, err
 }
 
+// describeColumns reads the columns of a table.
+func (q followsCatalogue) describeColumns(ctx context.Context, r runner, table string) ([]columnDef, error) {
+	var cols []columnDef
+	err := scanRows(ctx, r, q.columns, func(rs *rows) error {
+		var c columnDef
+		var dflt *string
+		err := rs.Scan(&c.name, &c.typ, &c.notNull, &c.hasDefault, &dflt, &c.generated)
+		if dflt != nil {
+			c.dflt = *dflt
+		}
+		cols = append(cols, c)
+		return err
+	}, table)
+	return cols, err
+}
+
 // scanRows runs a query and hands each row to scan.
-func scanRows(ctx context.Context, r runner, query string, scan func(*rows) error) error {
-	rs, err := r.query(ctx, query)
+func scanRows(ctx context.Context, r runner, query string, scan func(*rows) error, args ...any) error {
+	rs, err := r.query(ctx, query, args...)
 	if err != nil {
 		return err
 	}
