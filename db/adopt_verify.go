@@ -192,7 +192,7 @@ func isNoSelfFollow(expr string) bool {
 	return e == "followerid<>followeeid" || e == "followeeid<>followerid"
 }
 
-// keyClause is a foreign key's definition on Follows, the server's way.
+// clause is the foreign key's definition on Follows, the server's way.
 func (k keySpec) clause() string {
 	c := `CONSTRAINT ` + k.name + ` FOREIGN KEY (` + k.column + `) REFERENCES Users (Id)`
 	if k.cascade {
