@@ -51,30 +51,3 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	fmt.Fprintf(stdout, "exported %d users, %d blocks and %d follows (format version %d, last user id %d)\n", m.Users, m.Blocks, m.Follows, m.Version, m.LastUserID)
 	return nil
 }
-
-// runMigrate adopts an EF Core database if it is one and applies the
-// migrations; with -dry-run it only prints what it would do.
-func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	c, fs := newFlags("follows migrate", stderr, getenv)
-	dryRun := fs.Bool("dry-run", false, "print the plan, change nothing")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *dryRun {
-		plan, err := db.PlanAdoption(ctx, c.dsn)
-		fmt.Fprint(stdout, plan)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, "then: apply the migrations not yet applied (dry run: nothing was changed)")
-		return nil
-	}
-	store, err := db.Open(ctx, c.dsn)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	fmt.Fprint(stdout, store.Adopted)
-	fmt.Fprintln(stdout, "migrations applied")
-	return nil
-}

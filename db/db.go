@@ -91,11 +91,13 @@ func open(ctx context.Context, d *dialect, dsn, connStr string, opts []Option) (
 		if err := createSQLiteFile(dsn); err != nil {
 			return nil, err
 		}
-		// An EF Core database that cannot be adopted is refused before
-		// the server's own connection settings touch the file.
-		if _, err := PlanAdoption(ctx, dsn); err != nil {
-			return nil, err
-		}
+	}
+	// An EF Core database is adopted, and migrated, in one transaction
+	// before the server's own connection settings touch it; one that
+	// cannot be is left as it was.
+	adopted, err := adoptAndMigrate(ctx, d, dsn, connStr, true)
+	if err != nil {
+		return nil, err
 	}
 	sqlDB, err := sql.Open(d.driver, connStr)
 	if err != nil {
@@ -107,14 +109,11 @@ func open(ctx context.Context, d *dialect, dsn, connStr string, opts []Option) (
 		}
 	}()
 	d.configure(sqlDB)
-	s := &Store{db: sqlDB, d: d}
+	s := &Store{db: sqlDB, d: d, Adopted: adopted}
 	for _, opt := range opts {
 		opt(s)
 	}
 	if err := s.checkIntegrity(ctx); err != nil {
-		return nil, err
-	}
-	if s.Adopted, err = s.adoptExisting(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.migrate(ctx); err != nil {

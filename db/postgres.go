@@ -82,19 +82,7 @@ JOIN Blocks AS b ON b.BlockerId = (p.value ->> 0)::integer AND b.BlockedId = (p.
 		suggestionsQuery: func(qs []SuggestionQuery) (string, []any) {
 			return postgresSuggestionsText, []any{jsonSuggestions(qs)}
 		},
-		adoption: &adoption{
-			tables: `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'`,
-			exists: `SELECT COUNT(*) FROM pg_class WHERE relname = ? AND relnamespace = current_schema()::regnamespace`,
-			// Held until the adopting transaction ends; the key is
-			// the server's own, apart from goose's migration lock.
-			lock: `SELECT pg_advisory_xact_lock(hashtext('follows: adopt an EF Core database'))`,
-			joinEntity: []adoptStep{{
-				// EF Core sets CreatedAt itself; the server's
-				// follows take the database's time.
-				says: "give Follows.CreatedAt the default clock_timestamp(), which the server's follows take",
-				stmt: `ALTER TABLE Follows ALTER COLUMN CreatedAt SET DEFAULT clock_timestamp()`,
-			}},
-		},
+		adoption:              postgresAdoption(),
 		setAsideFollowIndexes: postgresSetAsideFollowIndexes,
 		copyRows:              copyPostgres,
 		// Memory for rebuilding the set-aside indexes in one sort rather

@@ -67,6 +67,7 @@ JOIN Blocks AS b ON b.BlockerId = p.a AND b.BlockedId = p.b`,
 		pagesQuery:       sqlserverPages,
 		suggestionsQuery: sqlserverSuggestions,
 		lastUserID:       sqlserverLastUserID,
+		adoption:         sqlserverAdoption(),
 	}
 }
 

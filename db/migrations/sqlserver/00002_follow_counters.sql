@@ -4,9 +4,10 @@
 -- included.
 
 -- +goose Up
-ALTER TABLE [Users] ADD
-    [FollowerCount] int NOT NULL CONSTRAINT [DF_Users_FollowerCount] DEFAULT 0,
-    [FollowingCount] int NOT NULL CONSTRAINT [DF_Users_FollowingCount] DEFAULT 0;
+-- One column a statement, so that adopting an EF Core database can skip a
+-- column its model added already.
+ALTER TABLE [Users] ADD [FollowerCount] int NOT NULL CONSTRAINT [DF_Users_FollowerCount] DEFAULT 0;
+ALTER TABLE [Users] ADD [FollowingCount] int NOT NULL CONSTRAINT [DF_Users_FollowingCount] DEFAULT 0;
 
 -- +goose StatementBegin
 UPDATE [Users] SET

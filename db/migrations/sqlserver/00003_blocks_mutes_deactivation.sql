@@ -2,9 +2,10 @@
 -- follows whose other end is an active account.
 
 -- +goose Up
-ALTER TABLE [Follows] ADD
-    [Muted] bit NOT NULL CONSTRAINT [DF_Follows_Muted] DEFAULT CAST(0 AS bit),
-    [NotificationsEnabled] bit NOT NULL CONSTRAINT [DF_Follows_NotificationsEnabled] DEFAULT CAST(1 AS bit);
+-- One column a statement, so that adopting an EF Core database can skip a
+-- setting its model added already.
+ALTER TABLE [Follows] ADD [Muted] bit NOT NULL CONSTRAINT [DF_Follows_Muted] DEFAULT CAST(0 AS bit);
+ALTER TABLE [Follows] ADD [NotificationsEnabled] bit NOT NULL CONSTRAINT [DF_Follows_NotificationsEnabled] DEFAULT CAST(1 AS bit);
 
 ALTER TABLE [Users] ADD [DeactivatedAt] datetime2 NULL;
 
