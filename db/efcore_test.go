@@ -479,7 +479,6 @@ func asInt64(t *testing.T, v any) int64 {
 	return 0
 }
 
-
 // A user deleted through the FolloweeId cascade (a plain DELETE of the
 // user, once its own follows are gone: EF Core's Remove) brings its
 // followers' FollowingCount down, and a deactivated one, whom those counts
@@ -543,11 +542,12 @@ func TestDeleteThroughCascadeKeepsCounts(t *testing.T) {
 //     RETURNING reads back is the one stored. A CreatedAt the app sets
 //     (EF Core writes "yyyy-MM-dd HH:mm:ss.FFFFFFF", zeros trimmed) is not
 //     read back; the stored, padded text is the same instant.
-//   - TR_Users_SecurityStamp gives a row inserted with the default '' its
-//     random stamp, so RETURNING reads back '' while the row holds the
-//     stamp: an app that maps SecurityStamp must set
-//     UseSqlReturningClause(false) on Users (docs/efcore does, on Follows
-//     too), and then reads the stored stamp (TestEFCoreWritePaths).
+//   - TR_Users_SecurityStamp gives a row inserted with the default, an
+//     empty string, its random stamp, so RETURNING reads back the empty
+//     string while the row holds the stamp: an app that maps
+//     SecurityStamp must set UseSqlReturningClause(false) on Users
+//     (docs/efcore does, on Follows too), and then reads the stored stamp
+//     (TestEFCoreWritePaths).
 func TestEFCoreSQLiteReturning(t *testing.T) {
 	s := openTestStore(t)
 	var id int64
@@ -708,4 +708,47 @@ ORDER BY [i].[_Position];`
 		t.Errorf("EF Core reads back %d rows, want 2", n)
 	}
 	requireExactCounts(t, s, "two follows in one batch")
+}
+
+// The EF Core model in docs/efcore names every key, constraint, index and
+// trigger the migrations create, on any dialect, and no other: an app with
+// that model finds nothing to migrate, and declares HasTrigger for every
+// trigger (SQL Server refuses its OUTPUT writes otherwise, error 334).
+func TestEFCoreModelNames(t *testing.T) {
+	src, err := os.ReadFile("../docs/efcore/FollowsContext.cs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// DF_ names are SQL Server's default constraints, which EF Core 8/9
+	// cannot name (the model says so in a comment).
+	name := regexp.MustCompile(`\b(?:PK|FK|IX|CK|TR)_[A-Za-z_]+`)
+	inModel := map[string]bool{}
+	for _, n := range name.FindAllString(string(src), -1) {
+		inModel[n] = true
+	}
+	inSchema := map[string]bool{}
+	for _, d := range Dialects {
+		script, err := SchemaScript(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range name.FindAllString(script, -1) {
+			inSchema[n] = true
+		}
+	}
+	for n := range inSchema {
+		if !inModel[n] {
+			t.Errorf("the migrations create %s; docs/efcore/FollowsContext.cs does not name it", n)
+		}
+	}
+	for n := range inModel {
+		if !inSchema[n] {
+			t.Errorf("docs/efcore/FollowsContext.cs names %s, which no migration creates", n)
+		}
+	}
+	for _, trigger := range []string{`HasTrigger("TR_Follows_Counts")`, `HasTrigger("TR_Users_Delete")`, `UseSqlReturningClause(false)`} {
+		if !strings.Contains(string(src), trigger) {
+			t.Errorf("the model lacks %s", trigger)
+		}
+	}
 }
