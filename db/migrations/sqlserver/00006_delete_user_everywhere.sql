@@ -16,13 +16,19 @@
 -- The count trigger no longer needs the other end's row: a follow counts
 -- unless its other end is there and deactivated, so a cascade that deleted
 -- that end first still brings the counts down (as on SQLite and
--- PostgreSQL). READCOMMITTEDLOCK makes the deactivation check wait for a
--- deactivation in flight rather than read the row's last committed version,
--- which READ_COMMITTED_SNAPSHOT (Azure SQL's default) would otherwise give:
--- a follow racing a deactivation would be counted against the recount that
--- the deactivation makes. The counts themselves are updated in place
--- (count + n), which takes the row's update lock and adds to its current
--- value under either isolation.
+-- PostgreSQL). It reads whether that end is deactivated WITH (UPDLOCK): a
+-- locking read of the latest committed row, where READ_COMMITTED_SNAPSHOT
+-- (Azure SQL's default) would otherwise give the row's last committed
+-- version without waiting, and one that queues behind the server's
+-- deactivation, which holds UPDLOCK on the account and the users around it
+-- from before it sets DeactivatedAt until its recount commits (a shared
+-- lock, as READCOMMITTEDLOCK takes, would not wait for it). Otherwise a
+-- follow racing a deactivation is counted against the recount the
+-- deactivation makes, and the count stays one too high. The lock costs no
+-- concurrency: the trigger's UPDATEs lock both ends' rows to the commit
+-- anyway. The counts themselves are updated in place (count + n), which
+-- takes the row's update lock and adds to its current value under either
+-- isolation.
 
 -- +goose Up
 -- +goose StatementBegin
@@ -33,20 +39,20 @@ BEGIN
     FROM [Users] AS u
     JOIN (SELECT x.Id, SUM(x.n) AS n FROM (
             SELECT i.[FolloweeId] AS Id, 1 AS n FROM inserted AS i
-              WHERE NOT EXISTS (SELECT 1 FROM [Users] AS o WITH (READCOMMITTEDLOCK)
+              WHERE NOT EXISTS (SELECT 1 FROM [Users] AS o WITH (UPDLOCK)
                                 WHERE o.[Id] = i.[FollowerId] AND o.[DeactivatedAt] IS NOT NULL)
             UNION ALL SELECT d.[FolloweeId], -1 FROM deleted AS d
-              WHERE NOT EXISTS (SELECT 1 FROM [Users] AS o WITH (READCOMMITTEDLOCK)
+              WHERE NOT EXISTS (SELECT 1 FROM [Users] AS o WITH (UPDLOCK)
                                 WHERE o.[Id] = d.[FollowerId] AND o.[DeactivatedAt] IS NOT NULL)) AS x
           GROUP BY x.Id) AS c ON c.Id = u.[Id];
     UPDATE u SET [FollowingCount] = u.[FollowingCount] + c.n
     FROM [Users] AS u
     JOIN (SELECT x.Id, SUM(x.n) AS n FROM (
             SELECT i.[FollowerId] AS Id, 1 AS n FROM inserted AS i
-              WHERE NOT EXISTS (SELECT 1 FROM [Users] AS o WITH (READCOMMITTEDLOCK)
+              WHERE NOT EXISTS (SELECT 1 FROM [Users] AS o WITH (UPDLOCK)
                                 WHERE o.[Id] = i.[FolloweeId] AND o.[DeactivatedAt] IS NOT NULL)
             UNION ALL SELECT d.[FollowerId], -1 FROM deleted AS d
-              WHERE NOT EXISTS (SELECT 1 FROM [Users] AS o WITH (READCOMMITTEDLOCK)
+              WHERE NOT EXISTS (SELECT 1 FROM [Users] AS o WITH (UPDLOCK)
                                 WHERE o.[Id] = d.[FolloweeId] AND o.[DeactivatedAt] IS NOT NULL)) AS x
           GROUP BY x.Id) AS c ON c.Id = u.[Id];
 END;
