@@ -201,7 +201,9 @@ var sqlParam = regexp.MustCompile(`@(\w+)`)
 // (efRow) or nil.
 func (c efCommand) send(t *testing.T, dialect string, tx *sql.Tx, args ...any) []any {
 	t.Helper()
-	var rs []*sql.Rows
+	// The last statement returns the rows EF Core reads (efRow, efCount).
+	reads := c.check == efRow || c.check == efCount
+	var r *sql.Rows
 	var affected int64
 	switch dialect {
 	case "sqlite":
@@ -216,53 +218,17 @@ func (c efCommand) send(t *testing.T, dialect string, tx *sql.Tx, args ...any) [
 					bound = append(bound, sql.Named(m[1], args[indexOf(t, c.params, m[1])]))
 				}
 			}
-			if i < len(c.stmts)-1 || c.check == efReturned {
-				res, err := tx.Exec(stmt, bound...)
-				if err != nil {
-					t.Fatalf("%s\n-> %v", stmt, err)
-				}
-				affected, _ = res.RowsAffected()
-				continue
-			}
-			r, err := tx.Query(stmt, bound...)
-			if err != nil {
-				t.Fatalf("%s\n-> %v", stmt, err)
-			}
-			rs = append(rs, r)
+			r, affected = runStatement(t, tx, stmt, stmt, bound, reads && i == len(c.stmts)-1)
 		}
 	case "postgres":
-		if c.check == efRow {
-			r, err := tx.Query(c.stmts[0], args...)
-			if err != nil {
-				t.Fatalf("%s\n-> %v", c.stmts[0], err)
-			}
-			rs = append(rs, r)
-			break
-		}
-		res, err := tx.Exec(c.stmts[0], args...)
-		if err != nil {
-			t.Fatalf("%s\n-> %v", c.stmts[0], err)
-		}
-		affected, _ = res.RowsAffected()
+		r, affected = runStatement(t, tx, c.stmts[0], c.stmts[0], args, reads)
 	case "sqlserver":
 		batch := strings.Join(c.stmts, "\n")
 		if c.saveChanges {
 			batch = "SET IMPLICIT_TRANSACTIONS OFF;\nSET NOCOUNT ON;\n" + batch
 		}
 		text, bound := spExecuteSQL(batch, c.decl, c.params, args)
-		if c.check == efReturned {
-			res, err := tx.Exec(text, bound...)
-			if err != nil {
-				t.Fatalf("%s\n-> %v", batch, err)
-			}
-			affected, _ = res.RowsAffected()
-			break
-		}
-		r, err := tx.Query(text, bound...)
-		if err != nil {
-			t.Fatalf("%s\n-> %v", batch, err)
-		}
-		rs = append(rs, r)
+		r, affected = runStatement(t, tx, batch, text, bound, reads)
 	}
 	switch c.check {
 	case efAffected:
@@ -273,7 +239,6 @@ func (c efCommand) send(t *testing.T, dialect string, tx *sql.Tx, args ...any) [
 	case efReturned:
 		return nil
 	}
-	r := rs[0]
 	defer r.Close()
 	cols, err := r.Columns()
 	if err != nil {
@@ -304,6 +269,28 @@ func (c efCommand) send(t *testing.T, dialect string, tx *sql.Tx, args ...any) [
 		return nil
 	}
 	return rows[0]
+}
+
+// runStatement runs text in tx (shown in failures as shown), and returns
+// its rows if it reads them, else its rows affected.
+func runStatement(t *testing.T, tx *sql.Tx, shown, text string, args []any, reads bool) (*sql.Rows, int64) {
+	t.Helper()
+	if reads {
+		r, err := tx.Query(text, args...)
+		if err != nil {
+			t.Fatalf("%s\n-> %v", shown, err)
+		}
+		return r, 0
+	}
+	res, err := tx.Exec(text, args...)
+	if err != nil {
+		t.Fatalf("%s\n-> %v", shown, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nil, n
 }
 
 // spExecuteSQL is the call SqlClient makes for a parameterized batch:

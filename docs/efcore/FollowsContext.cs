@@ -5,6 +5,7 @@
 // differ, the branch says why.
 using Microsoft.EntityFrameworkCore;
 using Microsoft.EntityFrameworkCore.Metadata;
+using Microsoft.EntityFrameworkCore.Metadata.Builders;
 
 namespace Follows.Model;
 
@@ -19,6 +20,20 @@ public class FollowsContext(DbContextOptions<FollowsContext> options) : DbContex
         var sqlite = Database.IsSqlite();
         var sqlServer = Database.IsSqlServer();
         var npgsql = Database.IsNpgsql();
+
+        // A CreatedAt column: the database's clock when the row was
+        // inserted, unless the app sets it.
+        void DatabaseClock(PropertyBuilder<DateTime> createdAt)
+        {
+            if (sqlite)
+                // EF Core's TEXT form of a DateTime, padded to seven
+                // fractional digits so that text order is time order.
+                createdAt.HasColumnType("TEXT").HasDefaultValueSql("strftime('%Y-%m-%d %H:%M:%f', 'now') || '0000'");
+            else if (sqlServer)
+                createdAt.HasColumnType("datetime2").HasDefaultValueSql("(SYSUTCDATETIME())");
+            else if (npgsql)
+                createdAt.HasColumnType("timestamp with time zone").HasDefaultValueSql("clock_timestamp()");
+        }
 
         b.Entity<User>(u =>
         {
@@ -126,15 +141,7 @@ public class FollowsContext(DbContextOptions<FollowsContext> options) : DbContex
             f.HasOne(x => x.Follower).WithMany(x => x.FollowingLinks).HasForeignKey(x => x.FollowerId)
                 .OnDelete(DeleteBehavior.ClientCascade).HasConstraintName("FK_Follows_Users_FollowerId");
 
-            var createdAt = f.Property(x => x.CreatedAt);
-            if (sqlite)
-                // EF Core's TEXT form of a DateTime, padded to seven
-                // fractional digits so that text order is time order.
-                createdAt.HasColumnType("TEXT").HasDefaultValueSql("strftime('%Y-%m-%d %H:%M:%f', 'now') || '0000'");
-            else if (sqlServer)
-                createdAt.HasColumnType("datetime2").HasDefaultValueSql("(SYSUTCDATETIME())");
-            else if (npgsql)
-                createdAt.HasColumnType("timestamp with time zone").HasDefaultValueSql("clock_timestamp()");
+            DatabaseClock(f.Property(x => x.CreatedAt));
 
             // Database defaults the app need not send. HasSentinel(true):
             // EF Core leaves NotificationsEnabled out of the INSERT when it
@@ -163,13 +170,7 @@ public class FollowsContext(DbContextOptions<FollowsContext> options) : DbContex
             k.HasOne(x => x.Blocker).WithMany().HasForeignKey(x => x.BlockerId)
                 .OnDelete(DeleteBehavior.ClientCascade).HasConstraintName("FK_Blocks_Users_BlockerId");
             k.HasIndex(x => x.BlockedId).HasDatabaseName("IX_Blocks_BlockedId");
-            var createdAt = k.Property(x => x.CreatedAt);
-            if (sqlite)
-                createdAt.HasColumnType("TEXT").HasDefaultValueSql("strftime('%Y-%m-%d %H:%M:%f', 'now') || '0000'");
-            else if (sqlServer)
-                createdAt.HasColumnType("datetime2").HasDefaultValueSql("(SYSUTCDATETIME())");
-            else if (npgsql)
-                createdAt.HasColumnType("timestamp with time zone").HasDefaultValueSql("clock_timestamp()");
+            DatabaseClock(k.Property(x => x.CreatedAt));
         });
     }
 }
