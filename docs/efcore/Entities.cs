@@ -1,5 +1,5 @@
 // The entities of the article's follower model, as the follows server's
-// schema holds them (db/migrations/<dialect>/, migrations 1 to 6). The same
+// schema holds them (db/migrations/<dialect>/, migrations 1 to 7). The same
 // classes serve SQLite, SQL Server and PostgreSQL (Npgsql); what differs
 // per provider is in FollowsContext.OnModelCreating.
 namespace Follows.Model;
@@ -25,6 +25,11 @@ public class User
     // A random stamp the database gives every new row; the server's tokens
     // carry it. Read only.
     public string SecurityStamp { get; private set; } = "";
+
+    // The subject an OpenID Connect provider names the account by, for
+    // accounts that sign in through one (migration 7); null for others.
+    // Unique where set.
+    public string? ExternalId { get; set; }
 
     // The skip navigations, through the Follow join entity.
     public List<User> Followers { get; } = [];

@@ -1,4 +1,4 @@
-// The model of the follows server's schema (migrations 1 to 6), for an EF
+// The model of the follows server's schema (migrations 1 to 7), for an EF
 // Core 8/9 app that shares the database with the server. Names of tables,
 // keys, constraints and indexes are exactly those the migrations create, so
 // `dotnet ef migrations add` finds nothing to change. Where the providers
@@ -68,6 +68,16 @@ public class FollowsContext(DbContextOptions<FollowsContext> options) : DbContex
             // name, and any migration that would rebuild it must use
             // migrationBuilder.Sql with the server's DDL.
             u.HasIndex(x => x.Name).IsUnique().HasDatabaseName("IX_Users_Name");
+
+            // Unique where set: a filtered index (EF Core adds the filter
+            // itself on SQL Server, not on the others). Subjects differing
+            // only in case are different subjects: SQL Server compares
+            // them with a binary collation.
+            var externalId = u.Property(x => x.ExternalId);
+            if (sqlServer)
+                externalId.HasMaxLength(450).UseCollation("Latin1_General_100_BIN2");
+            u.HasIndex(x => x.ExternalId).IsUnique().HasDatabaseName("IX_Users_ExternalId")
+                .HasFilter(sqlServer ? "[ExternalId] IS NOT NULL" : "\"ExternalId\" IS NOT NULL");
 
             foreach (var count in new[] { nameof(User.FollowerCount), nameof(User.FollowingCount) })
             {
