@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +26,8 @@ func TestSQLServerTimesAreDatetime2(t *testing.T) {
 	for name, v := range map[string]any{"arg": d.arg(at), "timeArg": d.timeArg(at)} {
 		got, ok := v.(civil.DateTime)
 		if !ok {
-			t.Fatalf("%s sends a %T, not the civil.DateTime go-mssqldb sends as datetime2", name, v)
+			t.Fatalf("%s sends a %s.%T, not the github.com/golang-sql/civil.DateTime go-mssqldb sends as datetime2",
+				name, reflect.TypeOf(v).PkgPath(), v)
 		}
 		if _, valuer := v.(driver.Valuer); valuer {
 			t.Errorf("%s's %T is a driver.Valuer: go-mssqldb would send what Value returns", name, v)
