@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +29,9 @@ var (
 	ErrSelfBlock        = errors.New("cannot block yourself")
 	ErrBlocked          = errors.New("blocked")
 	ErrDeactivated      = errors.New("the account is deactivated")
+	// ErrStillReferenced is a user that cannot be deleted because rows
+	// the store does not manage (another app's table) still refer to it.
+	ErrStillReferenced = errors.New("rows of another table still refer to the user")
 
 	// errRetry marks a transaction that lost a race (a deadlock, a
 	// duplicate key) and may succeed if run again.
@@ -36,6 +40,33 @@ var (
 	// key exists already (a follow or block of the same pair, a user id).
 	errDuplicate = errors.New("a row with that key exists already")
 )
+
+// deleteError marks the error of a DELETE statement, for the dialects'
+// classify (see foreignKeyViolation): the drivers do not all say which
+// side of a foreign key a violation comes from.
+type deleteError struct{ err error }
+
+func (e deleteError) Error() string { return e.err.Error() }
+func (e deleteError) Unwrap() error { return e.err }
+
+// foreignKeyViolation says what a foreign key violation means, for every
+// dialect's classify. On a DELETE, rows still refer to the user being
+// deleted (see stillReferenced). Anywhere else, a user went between the
+// check and the write: the same answer as finding it missing.
+func foreignKeyViolation(err error) error {
+	if errors.As(err, new(deleteError)) {
+		return stillReferenced(err)
+	}
+	return fmt.Errorf("%w: %w", ErrNotFound, err)
+}
+
+// stillReferenced is a delete refused because rows still refer to the
+// user: a follow or block that landed between DeleteUser's statements,
+// which running the transaction again removes too, or else a row of a
+// table the store does not manage, which the caller is told of.
+func stillReferenced(err error) error {
+	return fmt.Errorf("%w: %w: %w", errRetry, ErrStillReferenced, err)
+}
 
 // maxTxAttempts bounds how often a transaction that lost a race is run.
 const maxTxAttempts = 3
@@ -115,6 +146,11 @@ func open(ctx context.Context, d *dialect, dsn, connStr string, opts []Option) (
 	}
 	if err := s.checkIntegrity(ctx); err != nil {
 		return nil, err
+	}
+	if s.d.checkServer != nil {
+		if err := s.d.checkServer(ctx, sqlDB); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
@@ -319,8 +355,13 @@ func (r runner) query(ctx context.Context, text string, args ...any) (*rows, err
 	return &rows{Rows: res, done: func() { r.s.record(ctx, start) }}, nil
 }
 
-func (r runner) exec(ctx context.Context, text string, args ...any) (sql.Result, error) {
+func (r runner) exec(ctx context.Context, text string, args ...any) (_ sql.Result, err error) {
 	defer r.s.record(ctx, time.Now())
+	defer func() {
+		if err != nil && strings.HasPrefix(text, "DELETE") {
+			err = deleteError{err}
+		}
+	}()
 	args = r.args(args)
 	st, err := r.prepared(ctx, text)
 	if err != nil {

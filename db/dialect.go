@@ -37,6 +37,9 @@ type dialect struct {
 	// damage, answering "ok" or what it found; empty where the server
 	// leaves that to the database's administrators.
 	integrityCheck string
+	// checkServer, if not nil, checks at start that the database can run
+	// the store's statements at all, and says what to change if not.
+	checkServer func(ctx context.Context, db *sql.DB) error
 
 	// actLock and aroundLock lock, until the transaction ends, the users
 	// a write transaction reads first, always in Id order, so that no two

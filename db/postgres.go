@@ -397,9 +397,7 @@ func classifyPostgres(err error) error {
 			return fmt.Errorf("%w: %w", ErrNameTaken, err)
 		}
 	case pgForeignKeyViolation:
-		// A user went between the check and the write: the same answer
-		// as finding it missing.
-		return fmt.Errorf("%w: %w", ErrNotFound, err)
+		return foreignKeyViolation(err)
 	case pgCheckViolation:
 		switch pe.ConstraintName {
 		case "CK_Follows_NoSelfFollow":

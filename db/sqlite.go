@@ -123,7 +123,7 @@ func classifySQLite(err error) error {
 			return fmt.Errorf("%w: %w", ErrSelfFollow, err)
 		}
 	case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
-		return fmt.Errorf("%w: %w", ErrNotFound, err)
+		return foreignKeyViolation(err)
 	case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
 		return fmt.Errorf("%w: %w", errDuplicate, err)
 	case sqlite3.SQLITE_CONSTRAINT_UNIQUE:

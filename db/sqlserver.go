@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"cloud.google.com/go/civil"
+	"github.com/golang-sql/civil"
 	mssql "github.com/microsoft/go-mssqldb"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
@@ -34,11 +34,12 @@ func sqlserverDialect() *dialect {
 			db.SetMaxIdleConns(16)
 			db.SetConnMaxIdleTime(5 * time.Minute)
 		},
-		rebind:   rebindAtP,
-		timeArg:  func(t time.Time) any { return civil.DateTimeOf(t.UTC()) },
-		scanTime: scanSQLServerTime,
-		classify: classifySQLServer,
-		arg:      sqlserverArg,
+		checkServer: checkCompatibilityLevel,
+		rebind:      rebindAtP,
+		timeArg:     func(t time.Time) any { return civil.DateTimeOf(t.UTC()) },
+		scanTime:    scanSQLServerTime,
+		classify:    classifySQLServer,
+		arg:         sqlserverArg,
 		sessionLocker: func() (lock.SessionLocker, error) {
 			return appLock{resource: "follows-migrations", timeout: 5 * time.Minute}, nil
 		},
@@ -69,6 +70,33 @@ JOIN Blocks AS b ON b.BlockerId = p.a AND b.BlockedId = p.b`,
 		lastUserID:       sqlserverLastUserID,
 		adoption:         sqlserverAdoption(),
 	}
+}
+
+// minCompatibilityLevel is the lowest database compatibility level at
+// which OPENJSON, which every batch statement reads its parameter with,
+// exists (SQL Server 2016's level). A database restored from an older
+// server keeps its old level, and its first batch would fail with
+// "Invalid object name 'OPENJSON'" long after start.
+const minCompatibilityLevel = 130
+
+// checkCompatibilityLevel refuses, at start, a database whose
+// compatibility level is below minCompatibilityLevel.
+func checkCompatibilityLevel(ctx context.Context, db *sql.DB) error {
+	var name string
+	var level int
+	err := db.QueryRowContext(ctx, `SELECT d.name, CAST(d.compatibility_level AS int) FROM sys.databases AS d WHERE d.name = DB_NAME()`).Scan(&name, &level)
+	if err != nil {
+		return fmt.Errorf("read the database's compatibility level: %w", err)
+	}
+	return compatibilityError(name, level)
+}
+
+func compatibilityError(name string, level int) error {
+	if level >= minCompatibilityLevel {
+		return nil
+	}
+	return fmt.Errorf("database %q has compatibility level %d; the server needs %d or higher (SQL Server 2016) for OPENJSON: run ALTER DATABASE [%s] SET COMPATIBILITY_LEVEL = %d",
+		name, level, minCompatibilityLevel, name, minCompatibilityLevel)
 }
 
 // sqlserverLastUserID reads the identity's last value, the highest id it
@@ -242,10 +270,12 @@ func classifySQLServer(err error) error {
 			return fmt.Errorf("%w: %w", ErrSelfFollow, err)
 		case strings.Contains(me.Message, "CK_Blocks_NoSelfBlock"):
 			return fmt.Errorf("%w: %w", ErrSelfBlock, err)
+		case strings.Contains(me.Message, "REFERENCE constraint"):
+			// "The DELETE statement conflicted with the REFERENCE
+			// constraint": the delete side, whatever the statement.
+			return stillReferenced(err)
 		case strings.Contains(me.Message, "FOREIGN KEY"):
-			// A user went between the check and the write: the same
-			// answer as finding it missing.
-			return fmt.Errorf("%w: %w", ErrNotFound, err)
+			return foreignKeyViolation(err)
 		}
 	case mssqlDeadlock:
 		return fmt.Errorf("%w: %w", errRetry, err)

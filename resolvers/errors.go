@@ -81,6 +81,8 @@ func storeError(ctx context.Context, err error) error {
 		return userError(ctx, CodeUnauthenticated, "the token's user no longer exists")
 	case errors.Is(err, db.ErrNotFound):
 		return userError(ctx, CodeNotFound, "no such user")
+	case errors.Is(err, db.ErrStillReferenced):
+		return userError(ctx, CodeForbidden, "cannot delete the user: rows of another application's table still refer to it")
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return userError(ctx, CodeInternal, "the request was cancelled or timed out")
 	}

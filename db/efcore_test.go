@@ -1,0 +1,744 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	mssql "github.com/microsoft/go-mssqldb"
+
+	"follows/db/pgtest"
+)
+
+// eachDialect runs fn on a fresh store of every dialect: SQLite always,
+// PostgreSQL when POSTGRES_DSN names a server, SQL Server when MSSQL_DSN
+// names a database (emptied first); the others skip, saying so.
+func eachDialect(t *testing.T, fn func(t *testing.T, s *Store)) {
+	for _, d := range []struct {
+		name string
+		open opener
+	}{{"sqlite", openTestStore}, {"postgres", openPostgres}, {"sqlserver", openSQLServer}} {
+		t.Run(d.name, func(t *testing.T) {
+			if d.name == "sqlserver" && os.Getenv("MSSQL_DSN") == "" {
+				t.Skip(sqlserverSkip)
+			}
+			if d.name == "postgres" && !pgtest.Available() {
+				t.Skip(pgtest.SkipMessage("the PostgreSQL run"))
+			}
+			fn(t, d.open(t))
+		})
+	}
+}
+
+// A user that another application's table still refers to cannot be
+// deleted, and the store says why rather than failing with an unclassified
+// driver error (which a client would see as INTERNAL) or "not found".
+func TestDeleteUserStillReferenced(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		a, err := s.CreateUser(ctx, "author")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.rawExec(`CREATE TABLE Posts (Id int NOT NULL PRIMARY KEY, AuthorId int NOT NULL REFERENCES Users (Id))`); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.rawExec(`DROP TABLE Posts`) })
+		if _, err := s.rawExec(`INSERT INTO Posts (Id, AuthorId) VALUES (1, ?)`, a.ID); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.DeleteUser(ctx, a.ID)
+		if !errors.Is(err, ErrStillReferenced) || errors.Is(err, ErrNotFound) {
+			t.Fatalf("delete a user a post refers to: %v, want ErrStillReferenced", err)
+		}
+		if _, err := s.UserByName(ctx, "author"); err != nil {
+			t.Errorf("the user is gone after the refused delete: %v", err)
+		}
+	})
+}
+
+// The SQL an EF Core 8/9 app sends for its writes, statement for
+// statement, with the model of docs/efcore/ (the one for each dialect), so
+// that the schema is shown to take the app's write paths without .NET.
+// Sources, per provider:
+//
+//   - SQLite (Microsoft.EntityFrameworkCore.Sqlite 8/9): with
+//     UseSqlReturningClause(false), as docs/efcore's model sets on Users
+//     and Follows, SqliteUpdateSqlGenerator falls back to
+//     UpdateAndSelectSqlGenerator: the INSERT, then a SELECT of the
+//     generated columns "WHERE changes() = 1 AND" the key ("rowid" =
+//     last_insert_rowid() for an identity key); a DELETE, then "SELECT
+//     changes()". Without it: one statement with RETURNING (see
+//     TestEFCoreSQLiteReturning). Microsoft.Data.Sqlite runs a command's
+//     statements one after the other, binding @p0... by name.
+//   - SQL Server (Microsoft.EntityFrameworkCore.SqlServer 8/9): every
+//     SaveChanges batch starts "SET IMPLICIT_TRANSACTIONS OFF; SET NOCOUNT
+//     ON;". On a table with HasTrigger, the INSERT, then a SELECT of the
+//     generated columns "WHERE @@ROWCOUNT = 1 AND" the key ([Id] =
+//     scope_identity() for an identity key); a DELETE, then "SELECT
+//     @@ROWCOUNT" (EF Core 7's breaking change "SQL Server tables with
+//     triggers now require special EF Core configuration"); several rows
+//     in one batch: MERGE ... OUTPUT ... INTO a @inserted0 table variable,
+//     then a SELECT joined to it (SqlServerUpdateSqlGenerator). Without
+//     HasTrigger: OUTPUT INSERTED... (insert) and OUTPUT 1 (delete)
+//     without INTO, which SQL Server refuses on a table with a trigger
+//     (error 334; TestEFCoreSQLServerWithoutHasTrigger). SqlClient sends
+//     each batch as sp_executesql with its parameter declarations, as
+//     the test does.
+//   - PostgreSQL (Npgsql.EntityFrameworkCore.PostgreSQL 8/9): INSERT
+//     ... RETURNING the generated columns; DELETE alone, its rows affected
+//     checked by the provider. EF Core writes @p0...; Npgsql rewrites them
+//     to $1... before sending, so the statements are written as sent.
+//   - ExecuteDelete (EF Core 7+), the article's "delete the follows, then
+//     the user": one DELETE with the table's alias, parameter @__id_0
+//     (EF Core 8/9's naming), SQL Server's "DELETE FROM [f] FROM [Follows]
+//     AS [f]" form.
+//
+// Adding a follow through the skip navigation (user.Following.Add(other),
+// with UsingEntity<Follow>) saves the same INSERT of the join entity as
+// adding a Follow: EF Core creates the Follow itself. Loading the
+// navigation first is a SELECT, which writes nothing and is left out.
+
+// efCommand is one DbCommand EF Core sends: its statements, the names of
+// its parameters in the order of args, their SQL Server declarations, and
+// how EF Core reads the outcome.
+type efCommand struct {
+	stmts  []string
+	params []string
+	decl   string // for sp_executesql, SQL Server only
+	check  efCheck
+	// saveChanges: a SaveChanges batch (SQL Server's SET prefix); not an
+	// ExecuteDelete.
+	saveChanges bool
+}
+
+type efCheck int
+
+const (
+	efRow      efCheck = iota // the last statement returns the one row EF Core reads back
+	efCount                   // the last statement returns the rows affected (changes(), @@ROWCOUNT)
+	efAffected                // the provider reads the statement's rows affected (Npgsql)
+	efReturned                // ExecuteDelete: the rows affected go to the app, unchecked
+)
+
+// efWrites are one provider's commands for the write paths.
+type efWrites struct {
+	insertUser, insertFollow, deleteFollow, deleteUser efCommand
+	executeDeleteFollows, executeDeleteUser            efCommand
+}
+
+var efWritesFor = map[string]efWrites{
+	"sqlite": {
+		insertUser: efCommand{stmts: []string{`INSERT INTO "Users" ("DeactivatedAt", "ExternalId", "Name")
+VALUES (@p0, @p1, @p2);`, `SELECT "Id", "FollowerCount", "FollowingCount", "SecurityStamp"
+FROM "Users"
+WHERE changes() = 1 AND "rowid" = last_insert_rowid();`}, params: []string{"p0", "p1", "p2"}, check: efRow, saveChanges: true},
+		insertFollow: efCommand{stmts: []string{`INSERT INTO "Follows" ("FollowerId", "FolloweeId")
+VALUES (@p0, @p1);`, `SELECT "CreatedAt", "Muted", "NotificationsEnabled"
+FROM "Follows"
+WHERE changes() = 1 AND "FollowerId" = @p0 AND "FolloweeId" = @p1;`}, params: []string{"p0", "p1"}, check: efRow, saveChanges: true},
+		deleteFollow: efCommand{stmts: []string{`DELETE FROM "Follows"
+WHERE "FollowerId" = @p0 AND "FolloweeId" = @p1;`, `SELECT changes();`}, params: []string{"p0", "p1"}, check: efCount, saveChanges: true},
+		deleteUser: efCommand{stmts: []string{`DELETE FROM "Users"
+WHERE "Id" = @p0;`, `SELECT changes();`}, params: []string{"p0"}, check: efCount, saveChanges: true},
+		// EF Core 8/9 name the parameter @__id_0 (EF Core 10, @id):
+		// database/sql binds no name that does not begin with a letter,
+		// so here it is EF Core 10's.
+		executeDeleteFollows: efCommand{stmts: []string{`DELETE FROM "Follows" AS "f"
+WHERE "f"."FollowerId" = @id OR "f"."FolloweeId" = @id`}, params: []string{"id"}, check: efReturned},
+		executeDeleteUser: efCommand{stmts: []string{`DELETE FROM "Users" AS "u"
+WHERE "u"."Id" = @id`}, params: []string{"id"}, check: efReturned},
+	},
+	"postgres": {
+		insertUser: efCommand{stmts: []string{`INSERT INTO "Users" ("DeactivatedAt", "ExternalId", "Name")
+VALUES ($1, $2, $3)
+RETURNING "Id", "FollowerCount", "FollowingCount", "SecurityStamp";`}, check: efRow, saveChanges: true},
+		insertFollow: efCommand{stmts: []string{`INSERT INTO "Follows" ("FollowerId", "FolloweeId")
+VALUES ($1, $2)
+RETURNING "CreatedAt", "Muted", "NotificationsEnabled";`}, check: efRow, saveChanges: true},
+		deleteFollow: efCommand{stmts: []string{`DELETE FROM "Follows"
+WHERE "FollowerId" = $1 AND "FolloweeId" = $2;`}, check: efAffected, saveChanges: true},
+		deleteUser: efCommand{stmts: []string{`DELETE FROM "Users"
+WHERE "Id" = $1;`}, check: efAffected, saveChanges: true},
+		executeDeleteFollows: efCommand{stmts: []string{`DELETE FROM "Follows" AS f
+WHERE f."FollowerId" = $1 OR f."FolloweeId" = $1`}, check: efReturned},
+		executeDeleteUser: efCommand{stmts: []string{`DELETE FROM "Users" AS u
+WHERE u."Id" = $1`}, check: efReturned},
+	},
+	"sqlserver": {
+		insertUser: efCommand{stmts: []string{`INSERT INTO [Users] ([DeactivatedAt], [ExternalId], [Name])
+VALUES (@p0, @p1, @p2);`, `SELECT [Id], [FollowerCount], [FollowingCount], [SecurityStamp]
+FROM [Users]
+WHERE @@ROWCOUNT = 1 AND [Id] = scope_identity();`}, params: []string{"p0", "p1", "p2"}, decl: "@p0 datetime2(7), @p1 nvarchar(450), @p2 nvarchar(450)", check: efRow, saveChanges: true},
+		insertFollow: efCommand{stmts: []string{`INSERT INTO [Follows] ([FollowerId], [FolloweeId])
+VALUES (@p0, @p1);`, `SELECT [CreatedAt], [Muted], [NotificationsEnabled]
+FROM [Follows]
+WHERE @@ROWCOUNT = 1 AND [FollowerId] = @p0 AND [FolloweeId] = @p1;`}, params: []string{"p0", "p1"}, decl: "@p0 int, @p1 int", check: efRow, saveChanges: true},
+		deleteFollow: efCommand{stmts: []string{`DELETE FROM [Follows]
+WHERE [FollowerId] = @p0 AND [FolloweeId] = @p1;`, `SELECT @@ROWCOUNT;`}, params: []string{"p0", "p1"}, decl: "@p0 int, @p1 int", check: efCount, saveChanges: true},
+		deleteUser: efCommand{stmts: []string{`DELETE FROM [Users]
+WHERE [Id] = @p0;`, `SELECT @@ROWCOUNT;`}, params: []string{"p0"}, decl: "@p0 int", check: efCount, saveChanges: true},
+		executeDeleteFollows: efCommand{stmts: []string{`DELETE FROM [f]
+FROM [Follows] AS [f]
+WHERE [f].[FollowerId] = @__id_0 OR [f].[FolloweeId] = @__id_0`}, params: []string{"__id_0"}, decl: "@__id_0 int", check: efReturned},
+		executeDeleteUser: efCommand{stmts: []string{`DELETE FROM [u]
+FROM [Users] AS [u]
+WHERE [u].[Id] = @__id_0`}, params: []string{"__id_0"}, decl: "@__id_0 int", check: efReturned},
+	},
+}
+
+// sqlParam is a parameter name as EF Core writes it in a statement.
+var sqlParam = regexp.MustCompile(`@(\w+)`)
+
+// send runs one EF Core command in tx, as its provider sends it, checks
+// the outcome as EF Core does, and returns the row EF Core reads back
+// (efRow) or nil.
+func (c efCommand) send(t *testing.T, dialect string, tx *sql.Tx, args ...any) []any {
+	t.Helper()
+	// The last statement returns the rows EF Core reads (efRow, efCount).
+	reads := c.check == efRow || c.check == efCount
+	var r *sql.Rows
+	var affected int64
+	switch dialect {
+	case "sqlite":
+		// Microsoft.Data.Sqlite runs the statements in turn, binding
+		// each @name the statement has.
+		for i, stmt := range c.stmts {
+			var bound []any
+			seen := map[string]bool{}
+			for _, m := range sqlParam.FindAllStringSubmatch(stmt, -1) {
+				if !seen[m[1]] {
+					seen[m[1]] = true
+					bound = append(bound, sql.Named(m[1], args[indexOf(t, c.params, m[1])]))
+				}
+			}
+			r, affected = runStatement(t, tx, stmt, stmt, bound, reads && i == len(c.stmts)-1)
+		}
+	case "postgres":
+		r, affected = runStatement(t, tx, c.stmts[0], c.stmts[0], args, reads)
+	case "sqlserver":
+		batch := strings.Join(c.stmts, "\n")
+		if c.saveChanges {
+			batch = "SET IMPLICIT_TRANSACTIONS OFF;\nSET NOCOUNT ON;\n" + batch
+		}
+		text, bound := spExecuteSQL(batch, c.decl, c.params, args)
+		r, affected = runStatement(t, tx, batch, text, bound, reads)
+	}
+	switch c.check {
+	case efAffected:
+		if affected != 1 {
+			t.Fatalf("%s\n-> %d rows affected; EF Core expects 1 (DbUpdateConcurrencyException)", c.stmts[0], affected)
+		}
+		return nil
+	case efReturned:
+		return nil
+	}
+	defer r.Close()
+	cols, err := r.Columns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows [][]any
+	for r.Next() {
+		row := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range row {
+			ptrs[i] = &row[i]
+		}
+		if err := r.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, row)
+	}
+	if err := r.Err(); err != nil {
+		t.Fatalf("%s\n-> %v", strings.Join(c.stmts, "\n"), err)
+	}
+	if len(rows) != 1 {
+		t.Fatalf("%s\n-> %d rows; EF Core expects 1 (DbUpdateConcurrencyException)", strings.Join(c.stmts, "\n"), len(rows))
+	}
+	if c.check == efCount {
+		if n := fmt.Sprint(rows[0][0]); n != "1" {
+			t.Fatalf("%s\n-> %s rows affected; EF Core expects 1 (DbUpdateConcurrencyException)", strings.Join(c.stmts, "\n"), n)
+		}
+		return nil
+	}
+	return rows[0]
+}
+
+// runStatement runs text in tx (shown in failures as shown), and returns
+// its rows if it reads them, else its rows affected.
+func runStatement(t *testing.T, tx *sql.Tx, shown, text string, args []any, reads bool) (*sql.Rows, int64) {
+	t.Helper()
+	if reads {
+		r, err := tx.Query(text, args...)
+		if err != nil {
+			t.Fatalf("%s\n-> %v", shown, err)
+		}
+		return r, 0
+	}
+	res, err := tx.Exec(text, args...)
+	if err != nil {
+		t.Fatalf("%s\n-> %v", shown, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nil, n
+}
+
+// spExecuteSQL is the call SqlClient makes for a parameterized batch:
+// sp_executesql with the batch, its parameter declarations, and each
+// parameter by EF Core's name, here given go-mssqldb's @p1... in turn.
+func spExecuteSQL(batch, decl string, names []string, args []any) (string, []any) {
+	text := "EXEC sp_executesql N'" + strings.ReplaceAll(batch, "'", "''") + "', N'" + decl + "'"
+	for i, name := range names {
+		text += fmt.Sprintf(", @%s = @p%d", name, i+1)
+	}
+	return text, args
+}
+
+func indexOf(t *testing.T, names []string, name string) int {
+	t.Helper()
+	for i, n := range names {
+		if n == name {
+			return i
+		}
+	}
+	t.Fatalf("parameter @%s not among %v", name, names)
+	return -1
+}
+
+// saveChanges runs fn's commands in one transaction, as SaveChanges (or
+// an ExecuteDelete) does.
+func saveChanges(t *testing.T, s *Store, fn func(tx *sql.Tx)) {
+	t.Helper()
+	tx, err := s.db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	fn(tx)
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// requireExactCounts fails the test if any kept count differs from a
+// recount by the count rule (the store's check).
+func requireExactCounts(t *testing.T, s *Store, after string) {
+	t.Helper()
+	drift, err := s.CheckCounts(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range drift {
+		t.Errorf("after %s: %s keeps %d followers, %d following; the follows say %d, %d",
+			after, d.User.Name, d.User.FollowerCount, d.User.FollowingCount, d.RecountFollowers, d.RecountFollowing)
+	}
+}
+
+// The article's write paths, as EF Core sends them, on the server's
+// schema: follows through the join entity and the skip navigation, an
+// unfollow, a user deleted through the cascade (option 2: EF Core deletes
+// the loaded follows by the user, the database the follows of it), a
+// deactivated one too, and a user deleted by "delete the follows, then the
+// user" (option 3), each with blocks both ways. Counts stay exact
+// throughout, by the store's own check, and nothing of the deleted users
+// is left.
+func TestEFCoreWritePaths(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ef := efWritesFor[s.d.name]
+		ctx := context.Background()
+		id := map[string]int64{}
+		for _, name := range []string{"ann", "ben", "cat", "dan", "eve", "fay"} {
+			var row []any
+			// Every property EF Core does not generate goes in the
+			// INSERT, nulls included; SecurityStamp and the counts never.
+			saveChanges(t, s, func(tx *sql.Tx) { row = ef.insertUser.send(t, s.d.name, tx, nil, nil, name) })
+			id[name] = asInt64(t, row[0])
+			var stored string
+			if err := s.rawQueryRow(`SELECT SecurityStamp FROM Users WHERE Id = ?`, id[name]).Scan(&stored); err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(row[3]); got != stored || !ValidStamp(got) {
+				t.Errorf("EF Core reads back %s's stamp as %q; the row holds %q", name, got, stored)
+			}
+		}
+		follow := func(who, whom string) {
+			t.Helper()
+			var row []any
+			saveChanges(t, s, func(tx *sql.Tx) { row = ef.insertFollow.send(t, s.d.name, tx, id[who], id[whom]) })
+			var stored any
+			if err := s.rawQueryRow(`SELECT CreatedAt FROM Follows WHERE FollowerId = ? AND FolloweeId = ?`, id[who], id[whom]).Scan(&stored); err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(row[0]) != fmt.Sprint(stored) {
+				t.Errorf("EF Core reads back %s -> %s's CreatedAt as %v; the row holds %v", who, whom, row[0], stored)
+			}
+		}
+		// Through the join entity (context.Follows.Add).
+		for _, p := range [][2]string{{"ann", "ben"}, {"cat", "ben"}, {"dan", "ben"}, {"ben", "cat"},
+			{"eve", "fay"}, {"fay", "eve"}, {"ann", "fay"}, {"dan", "fay"}, {"cat", "eve"}, {"eve", "ann"}} {
+			follow(p[0], p[1])
+		}
+		// Through the skip navigation (ann.Following.Add(cat)): the same
+		// INSERT of the join entity.
+		follow("ann", "cat")
+		requireExactCounts(t, s, "the follows")
+
+		// Unfollow (context.Follows.Remove, or ann.Following.Remove(cat)).
+		saveChanges(t, s, func(tx *sql.Tx) { ef.deleteFollow.send(t, s.d.name, tx, id["ann"], id["cat"]) })
+		requireExactCounts(t, s, "the unfollow")
+
+		// Blocks both ways around ben, eve and fay: the server's.
+		for _, b := range [][2]string{{"ben", "eve"}, {"fay", "ben"}, {"eve", "dan"}, {"ann", "eve"}, {"fay", "cat"}} {
+			if _, err := s.rawExec(`INSERT INTO Blocks (BlockerId, BlockedId) VALUES (?, ?)`, id[b[0]], id[b[1]]); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		// Option 2: context.Users.Remove(ben) with ben.Following loaded
+		// (ClientCascade): EF Core deletes ben -> cat, then ben; the
+		// FolloweeId cascade deletes ann, cat, dan -> ben.
+		saveChanges(t, s, func(tx *sql.Tx) {
+			ef.deleteFollow.send(t, s.d.name, tx, id["ben"], id["cat"])
+			ef.deleteUser.send(t, s.d.name, tx, id["ben"])
+		})
+		requireGone(t, s, id["ben"])
+		requireExactCounts(t, s, "deleting ben through the cascade")
+
+		// Option 2 for a deactivated user: fay, whom eve, ann and dan
+		// follow. Their counts never counted her and must not drop.
+		if _, _, err := s.SetDeactivated(ctx, id["fay"], true); err != nil {
+			t.Fatal(err)
+		}
+		requireExactCounts(t, s, "deactivating fay")
+		saveChanges(t, s, func(tx *sql.Tx) {
+			ef.deleteFollow.send(t, s.d.name, tx, id["fay"], id["eve"])
+			ef.deleteUser.send(t, s.d.name, tx, id["fay"])
+		})
+		requireGone(t, s, id["fay"])
+		requireExactCounts(t, s, "deleting the deactivated fay through the cascade")
+
+		// Option 3 for eve, who blocked dan and whom ann blocked:
+		// context.Follows.Where(f => f.FollowerId == id || f.FolloweeId
+		// == id).ExecuteDelete(), then context.Users.Where(u => u.Id ==
+		// id).ExecuteDelete().
+		saveChanges(t, s, func(tx *sql.Tx) { ef.executeDeleteFollows.send(t, s.d.name, tx, id["eve"]) })
+		saveChanges(t, s, func(tx *sql.Tx) { ef.executeDeleteUser.send(t, s.d.name, tx, id["eve"]) })
+		requireGone(t, s, id["eve"])
+		requireExactCounts(t, s, "deleting eve's follows, then eve")
+	})
+}
+
+// requireGone fails the test if any row of the user, or referring to it,
+// is left.
+func requireGone(t *testing.T, s *Store, id int64) {
+	t.Helper()
+	var n int
+	err := s.rawQueryRow(`SELECT (SELECT COUNT(*) FROM Users WHERE Id = ?)
+  + (SELECT COUNT(*) FROM Follows WHERE FollowerId = ? OR FolloweeId = ?)
+  + (SELECT COUNT(*) FROM Blocks WHERE BlockerId = ? OR BlockedId = ?)`, id, id, id, id, id).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("user %d: %d rows of it or referring to it left", id, n)
+	}
+}
+
+func asInt64(t *testing.T, v any) int64 {
+	t.Helper()
+	switch v := v.(type) {
+	case int64:
+		return v
+	case int32:
+		return int64(v)
+	case int:
+		return int64(v)
+	}
+	t.Fatalf("an id of type %T", v)
+	return 0
+}
+
+// A user deleted through the FolloweeId cascade (a plain DELETE of the
+// user, once its own follows are gone: EF Core's Remove) brings its
+// followers' FollowingCount down, and a deactivated one, whom those counts
+// never counted, leaves them as they were. On SQL Server the first delete
+// runs with TR_Users_Delete disabled, so that the cascade itself deletes
+// the follows after the user's row: the count trigger must not need that
+// row.
+func TestDeleteThroughCascadeKeepsCounts(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		id := map[string]int64{}
+		for _, name := range []string{"ann", "ben", "cat", "dan"} {
+			u, err := s.CreateUser(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id[name] = u.ID
+		}
+		for _, p := range [][2]string{{"ann", "cat"}, {"ben", "cat"}, {"cat", "dan"}, {"ann", "dan"}, {"ben", "dan"}, {"dan", "ann"}} {
+			if _, err := s.Follow(ctx, id[p[0]], id[p[1]]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		deleteThroughCascade := func(name string) {
+			t.Helper()
+			if _, err := s.rawExec(`DELETE FROM Follows WHERE FollowerId = ?`, id[name]); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.rawExec(`DELETE FROM Users WHERE Id = ?`, id[name]); err != nil {
+				t.Fatal(err)
+			}
+			requireGone(t, s, id[name])
+		}
+		if s.d.name == "sqlserver" {
+			if _, err := s.rawExec(`DISABLE TRIGGER [TR_Users_Delete] ON [Users]`); err != nil {
+				t.Fatal(err)
+			}
+			deleteThroughCascade("cat")
+			if _, err := s.rawExec(`ENABLE TRIGGER [TR_Users_Delete] ON [Users]`); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			deleteThroughCascade("cat")
+		}
+		requireExactCounts(t, s, "deleting cat through the cascade")
+		if _, _, err := s.SetDeactivated(ctx, id["dan"], true); err != nil {
+			t.Fatal(err)
+		}
+		deleteThroughCascade("dan")
+		requireExactCounts(t, s, "deleting the deactivated dan through the cascade")
+	})
+}
+
+// Finding 7 on SQLite: EF Core's RETURNING (its default since EF Core 7
+// when the table does not say UseSqlReturningClause(false)) reports a row
+// as the INSERT made it, before AFTER INSERT triggers ran. What that means
+// for the server's two such triggers, exactly:
+//
+//   - TR_Follows_CreatedAt_Form pads a CreatedAt to seven fractional
+//     digits. The column's default is already padded, so the CreatedAt
+//     RETURNING reads back is the one stored. A CreatedAt the app sets
+//     (EF Core writes "yyyy-MM-dd HH:mm:ss.FFFFFFF", zeros trimmed) is not
+//     read back; the stored, padded text is the same instant.
+//   - TR_Users_SecurityStamp gives a row inserted with the default, an
+//     empty string, its random stamp, so RETURNING reads back the empty
+//     string while the row holds the stamp: an app that maps
+//     SecurityStamp must set UseSqlReturningClause(false) on Users
+//     (docs/efcore does, on Follows too), and then reads the stored stamp
+//     (TestEFCoreWritePaths).
+func TestEFCoreSQLiteReturning(t *testing.T) {
+	s := openTestStore(t)
+	var id int64
+	var stamp string
+	// Microsoft.EntityFrameworkCore.Sqlite's SqliteUpdateSqlGenerator,
+	// AppendInsertReturningOperation.
+	if err := s.db.QueryRow(`INSERT INTO "Users" ("DeactivatedAt", "ExternalId", "Name")
+VALUES (@p0, @p1, @p2)
+RETURNING "Id", "FollowerCount", "FollowingCount", "SecurityStamp";`,
+		sql.Named("p0", nil), sql.Named("p1", nil), sql.Named("p2", "ann")).Scan(&id, new(int), new(int), &stamp); err != nil {
+		t.Fatal(err)
+	}
+	var stored string
+	if err := s.db.QueryRow(`SELECT "SecurityStamp" FROM "Users" WHERE "Id" = ?`, id).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if stamp != "" || !ValidStamp(stored) {
+		t.Errorf("RETURNING read the stamp as %q, the row holds %q: want '' and a stamp (the trigger runs after RETURNING)", stamp, stored)
+	}
+	if err := s.db.QueryRow(`INSERT INTO "Users" ("Name") VALUES ('ben') RETURNING "Id"`).Scan(new(int64)); err != nil {
+		t.Fatal(err)
+	}
+
+	// The column's default: what RETURNING reads is what is stored.
+	var returned string
+	if err := s.db.QueryRow(`INSERT INTO "Follows" ("FollowerId", "FolloweeId")
+VALUES (@p0, @p1)
+RETURNING "CreatedAt", "Muted", "NotificationsEnabled";`, sql.Named("p0", id), sql.Named("p1", id+1)).Scan(&returned, new(bool), new(bool)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.QueryRow(`SELECT "CreatedAt" FROM "Follows" WHERE "FollowerId" = ?`, id).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if returned != stored || len(stored) != len(sqliteTime) {
+		t.Errorf("RETURNING read CreatedAt %q, the row holds %q: want the same, seven fractional digits", returned, stored)
+	}
+
+	// A CreatedAt the app sets, in EF Core's form: padded when stored,
+	// the same instant.
+	set := time.Date(2024, 5, 1, 10, 0, 0, 500000000, time.UTC)
+	sent := set.Format("2006-01-02 15:04:05.9999999")
+	if sent != "2024-05-01 10:00:00.5" {
+		t.Fatalf("EF Core's form of %v is %q", set, sent)
+	}
+	if err := s.db.QueryRow(`INSERT INTO "Follows" ("FollowerId", "FolloweeId", "CreatedAt")
+VALUES (@p0, @p1, @p2)
+RETURNING "Muted", "NotificationsEnabled";`, sql.Named("p0", id+1), sql.Named("p1", id), sql.Named("p2", sent)).Scan(new(bool), new(bool)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.QueryRow(`SELECT "CreatedAt" FROM "Follows" WHERE "FollowerId" = ?`, id+1).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored != "2024-05-01 10:00:00.5000000" {
+		t.Errorf("the app's CreatedAt %q is stored as %q, want it padded", sent, stored)
+	}
+	if got, err := parseSQLiteTime(stored); err != nil || !got.Equal(set) {
+		t.Errorf("the stored CreatedAt reads as %v (%v), want %v", got, err, set)
+	}
+	requireExactCounts(t, s, "the inserts")
+}
+
+// Without HasTrigger, EF Core 7+ writes with OUTPUT without INTO, which
+// SQL Server refuses on a table with triggers (error 334): on Follows (the
+// count trigger) and on Users (TR_Users_Delete), as the model in
+// docs/efcore/sqlserver says. Only SQL Server can show it.
+func TestEFCoreSQLServerWithoutHasTrigger(t *testing.T) {
+	if os.Getenv("MSSQL_DSN") == "" {
+		t.Skip(sqlserverSkip)
+	}
+	s := openSQLServer(t)
+	ctx := context.Background()
+	a, err := s.CreateUser(ctx, "ann")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.CreateUser(ctx, "ben")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Follow(ctx, a.ID, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	prefix := "SET IMPLICIT_TRANSACTIONS OFF;\nSET NOCOUNT ON;\n"
+	for _, c := range []struct {
+		name, batch, decl string
+		args              []any
+	}{
+		// SqlServerUpdateSqlGenerator, AppendInsertOperation with OUTPUT.
+		{"insert a user", `INSERT INTO [Users] ([DeactivatedAt], [ExternalId], [Name])
+OUTPUT INSERTED.[Id], INSERTED.[FollowerCount], INSERTED.[FollowingCount], INSERTED.[SecurityStamp]
+VALUES (@p0, @p1, @p2);`, "@p0 datetime2(7), @p1 nvarchar(450), @p2 nvarchar(450)", []any{nil, nil, "cat"}},
+		{"follow", `INSERT INTO [Follows] ([FollowerId], [FolloweeId])
+OUTPUT INSERTED.[CreatedAt], INSERTED.[Muted], INSERTED.[NotificationsEnabled]
+VALUES (@p0, @p1);`, "@p0 int, @p1 int", []any{b.ID, a.ID}},
+		// AppendDeleteOperation: OUTPUT 1 for the rows-affected check.
+		{"unfollow", `DELETE FROM [Follows]
+OUTPUT 1
+WHERE [FollowerId] = @p0 AND [FolloweeId] = @p1;`, "@p0 int, @p1 int", []any{a.ID, b.ID}},
+		{"delete a user", `DELETE FROM [Users]
+OUTPUT 1
+WHERE [Id] = @p0;`, "@p0 int", []any{b.ID}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			names := []string{"p0", "p1", "p2"}[:len(c.args)]
+			text, args := spExecuteSQL(prefix+c.batch, c.decl, names, c.args)
+			_, err := s.db.ExecContext(ctx, text, args...)
+			var me mssql.Error
+			if !errors.As(err, &me) || me.Number != 334 {
+				t.Errorf("%s\n-> %v, want error 334", c.batch, err)
+			}
+		})
+	}
+}
+
+// Several follows in one SaveChanges on a table with HasTrigger: MERGE
+// with OUTPUT INTO a table variable, then a SELECT joined to it
+// (SqlServerUpdateSqlGenerator's AppendBulkInsertWithServerValues).
+func TestEFCoreSQLServerBatchedFollows(t *testing.T) {
+	if os.Getenv("MSSQL_DSN") == "" {
+		t.Skip(sqlserverSkip)
+	}
+	s := openSQLServer(t)
+	ctx := context.Background()
+	var ids []int64
+	for _, name := range []string{"ann", "ben", "cat"} {
+		u, err := s.CreateUser(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, u.ID)
+	}
+	batch := `SET IMPLICIT_TRANSACTIONS OFF;
+SET NOCOUNT ON;
+DECLARE @inserted0 TABLE ([FollowerId] int, [FolloweeId] int, [_Position] [int]);
+MERGE [Follows] USING (
+VALUES (@p0, @p1, 0),
+(@p2, @p3, 1)) AS i ([FollowerId], [FolloweeId], _Position) ON 1=0
+WHEN NOT MATCHED THEN
+INSERT ([FollowerId], [FolloweeId])
+VALUES (i.[FollowerId], i.[FolloweeId])
+OUTPUT INSERTED.[FollowerId], INSERTED.[FolloweeId], i._Position
+INTO @inserted0;
+
+SELECT [t].[CreatedAt], [t].[Muted], [t].[NotificationsEnabled] FROM [Follows] t
+INNER JOIN @inserted0 i ON ([t].[FollowerId] = [i].[FollowerId]) AND ([t].[FolloweeId] = [i].[FolloweeId])
+ORDER BY [i].[_Position];`
+	text, args := spExecuteSQL(batch, "@p0 int, @p1 int, @p2 int, @p3 int", []string{"p0", "p1", "p2", "p3"},
+		[]any{ids[0], ids[2], ids[1], ids[2]})
+	rows, err := s.db.QueryContext(ctx, text, args...)
+	if err != nil {
+		t.Fatalf("%s\n-> %v", batch, err)
+	}
+	n := 0
+	for rows.Next() {
+		n++
+	}
+	rows.Close()
+	if n != 2 {
+		t.Errorf("EF Core reads back %d rows, want 2", n)
+	}
+	requireExactCounts(t, s, "two follows in one batch")
+}
+
+// The EF Core model in docs/efcore names every key, constraint, index and
+// trigger the migrations create, on any dialect, and no other: an app with
+// that model finds nothing to migrate, and declares HasTrigger for every
+// trigger (SQL Server refuses its OUTPUT writes otherwise, error 334).
+func TestEFCoreModelNames(t *testing.T) {
+	src, err := os.ReadFile("../docs/efcore/FollowsContext.cs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// DF_ names are SQL Server's default constraints, which EF Core 8/9
+	// cannot name (the model says so in a comment).
+	name := regexp.MustCompile(`\b(?:PK|FK|IX|CK|TR)_[A-Za-z_]+`)
+	inModel := map[string]bool{}
+	for _, n := range name.FindAllString(string(src), -1) {
+		inModel[n] = true
+	}
+	inSchema := map[string]bool{}
+	for _, d := range Dialects {
+		script, err := SchemaScript(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range name.FindAllString(script, -1) {
+			inSchema[n] = true
+		}
+	}
+	for n := range inSchema {
+		if !inModel[n] {
+			t.Errorf("the migrations create %s; docs/efcore/FollowsContext.cs does not name it", n)
+		}
+	}
+	for n := range inModel {
+		if !inSchema[n] {
+			t.Errorf("docs/efcore/FollowsContext.cs names %s, which no migration creates", n)
+		}
+	}
+	for _, trigger := range []string{`HasTrigger("TR_Follows_Counts")`, `HasTrigger("TR_Users_Delete")`, `UseSqlReturningClause(false)`} {
+		if !strings.Contains(string(src), trigger) {
+			t.Errorf("the model lacks %s", trigger)
+		}
+	}
+}

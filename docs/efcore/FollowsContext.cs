@@ -1,0 +1,186 @@
+// The model of the follows server's schema (migrations 1 to 7), for an EF
+// Core 8/9 app that shares the database with the server. Names of tables,
+// keys, constraints and indexes are exactly those the migrations create, so
+// `dotnet ef migrations add` finds nothing to change. Where the providers
+// differ, the branch says why.
+using Microsoft.EntityFrameworkCore;
+using Microsoft.EntityFrameworkCore.Metadata;
+using Microsoft.EntityFrameworkCore.Metadata.Builders;
+
+namespace Follows.Model;
+
+public class FollowsContext(DbContextOptions<FollowsContext> options) : DbContext(options)
+{
+    public DbSet<User> Users => Set<User>();
+    public DbSet<Follow> Follows => Set<Follow>();
+    public DbSet<Block> Blocks => Set<Block>();
+
+    protected override void OnModelCreating(ModelBuilder b)
+    {
+        var sqlite = Database.IsSqlite();
+        var sqlServer = Database.IsSqlServer();
+        var npgsql = Database.IsNpgsql();
+
+        // A CreatedAt column: the database's clock when the row was
+        // inserted, unless the app sets it.
+        void DatabaseClock(PropertyBuilder<DateTime> createdAt)
+        {
+            if (sqlite)
+                // EF Core's TEXT form of a DateTime, padded to seven
+                // fractional digits so that text order is time order.
+                createdAt.HasColumnType("TEXT").HasDefaultValueSql("strftime('%Y-%m-%d %H:%M:%f', 'now') || '0000'");
+            else if (sqlServer)
+                createdAt.HasColumnType("datetime2").HasDefaultValueSql("(SYSUTCDATETIME())");
+            else if (npgsql)
+                createdAt.HasColumnType("timestamp with time zone").HasDefaultValueSql("clock_timestamp()");
+        }
+
+        b.Entity<User>(u =>
+        {
+            u.ToTable("Users", t =>
+            {
+                // SQL Server: INSTEAD OF DELETE (migration 6) removes the
+                // user's blocks and the follows of it, then the user. With
+                // the trigger declared, EF Core writes INSERT/DELETE
+                // followed by SELECT ... @@ROWCOUNT rather than OUTPUT,
+                // which SQL Server refuses on a table with triggers
+                // (error 334). SQLite and PostgreSQL: BEFORE DELETE, the
+                // same job (and TR_Users_SecurityStamp on SQLite).
+                t.HasTrigger("TR_Users_Delete");
+                if (sqlite)
+                {
+                    t.HasTrigger("TR_Users_SecurityStamp");
+                    // SQLite's RETURNING reports the row before AFTER
+                    // INSERT triggers run: it would read SecurityStamp
+                    // back as '' while TR_Users_SecurityStamp stores a
+                    // random one. INSERT then SELECT reads the stored row.
+                    t.UseSqlReturningClause(false);
+                }
+            });
+            u.HasKey(x => x.Id).HasName("PK_Users");
+            if (sqlServer)
+                u.Property(x => x.Name).HasMaxLength(450); // nvarchar(450)
+            // Unique without regard to case. SQL Server: its default
+            // collation does that. SQLite: the index is on
+            // "Name" COLLATE NOCASE; PostgreSQL: on lower("Name"). EF Core
+            // cannot say either (an index on an expression or with its
+            // own collation): the model declares the unique index by
+            // name, and any migration that would rebuild it must use
+            // migrationBuilder.Sql with the server's DDL.
+            u.HasIndex(x => x.Name).IsUnique().HasDatabaseName("IX_Users_Name");
+
+            // Unique where set: a filtered index (EF Core adds the filter
+            // itself on SQL Server, not on the others). Subjects differing
+            // only in case are different subjects: SQL Server compares
+            // them with a binary collation.
+            var externalId = u.Property(x => x.ExternalId);
+            if (sqlServer)
+                externalId.HasMaxLength(450).UseCollation("Latin1_General_100_BIN2");
+            u.HasIndex(x => x.ExternalId).IsUnique().HasDatabaseName("IX_Users_ExternalId")
+                .HasFilter(sqlServer ? "[ExternalId] IS NOT NULL" : "\"ExternalId\" IS NOT NULL");
+
+            foreach (var count in new[] { nameof(User.FollowerCount), nameof(User.FollowingCount) })
+            {
+                var p = u.Property<int>(count).HasDefaultValue(0).ValueGeneratedOnAddOrUpdate();
+                // The triggers keep them: never sent, always read back.
+                p.Metadata.SetBeforeSaveBehavior(PropertySaveBehavior.Ignore);
+                p.Metadata.SetAfterSaveBehavior(PropertySaveBehavior.Ignore);
+            }
+
+            var stamp = u.Property(x => x.SecurityStamp).HasMaxLength(32).ValueGeneratedOnAdd();
+            stamp.Metadata.SetBeforeSaveBehavior(PropertySaveBehavior.Ignore);
+            stamp.Metadata.SetAfterSaveBehavior(PropertySaveBehavior.Ignore);
+            if (sqlite)
+                stamp.HasDefaultValue(""); // TR_Users_SecurityStamp replaces it
+            else if (sqlServer)
+                stamp.HasDefaultValueSql("(LOWER(REPLACE(CONVERT(nvarchar(36), NEWID()), '-', '')))");
+            else if (npgsql)
+                stamp.HasColumnType("varchar(32)").HasDefaultValueSql("replace(gen_random_uuid()::text, '-', '')");
+
+            // SQL Server: the defaults' constraints are named
+            // DF_Users_FollowerCount, DF_Users_FollowingCount and
+            // DF_Users_SecurityStamp (DF_Follows_Muted and
+            // DF_Follows_NotificationsEnabled on Follows). EF Core 8/9
+            // cannot name a default constraint; a migration that changes
+            // one of these defaults must drop it by that name with
+            // migrationBuilder.Sql first.
+            if (sqlite)
+                u.Property(x => x.DeactivatedAt).HasColumnType("TEXT");
+
+            // Following/Followers through the Follow join entity: adding
+            // to alice.Following inserts a Follow row, exactly as adding
+            // a Follow does.
+            u.HasMany(x => x.Following).WithMany(x => x.Followers)
+                .UsingEntity<Follow>(
+                    r => r.HasOne(f => f.Followee).WithMany(x => x.FollowerLinks).HasForeignKey(f => f.FolloweeId),
+                    l => l.HasOne(f => f.Follower).WithMany(x => x.FollowingLinks).HasForeignKey(f => f.FollowerId));
+        });
+
+        b.Entity<Follow>(f =>
+        {
+            f.ToTable("Follows", t =>
+            {
+                t.HasCheckConstraint("CK_Follows_NoSelfFollow",
+                    npgsql ? "\"FollowerId\" <> \"FolloweeId\"" : "FollowerId <> FolloweeId");
+                if (sqlServer || npgsql)
+                    t.HasTrigger("TR_Follows_Counts");
+                else
+                {
+                    t.HasTrigger("TR_Follows_Insert_Counts");
+                    t.HasTrigger("TR_Follows_Delete_Counts");
+                    t.HasTrigger("TR_Follows_Update_Counts");
+                    // Pads CreatedAt to seven fractional digits after the
+                    // INSERT; RETURNING would report the unpadded text
+                    // (the same instant: see db/efcore_test.go).
+                    t.HasTrigger("TR_Follows_CreatedAt_Form");
+                    t.UseSqlReturningClause(false);
+                }
+            });
+            f.HasKey(x => new { x.FollowerId, x.FolloweeId }).HasName("PK_Follows");
+
+            // The article's cascade choice: deleting a user deletes the
+            // follows of it in the database (FK_Follows_Users_FolloweeId,
+            // ON DELETE CASCADE); the follows by it are NO ACTION, since
+            // SQL Server refuses a second cascade path (error 1785), and
+            // every dialect does the same. ClientCascade has EF Core delete
+            // the follows by the user that it has loaded, before the user
+            // (the article's option 2); or delete them first yourself
+            // (option 3: ExecuteDelete the follows, then the user).
+            f.HasOne(x => x.Followee).WithMany(x => x.FollowerLinks).HasForeignKey(x => x.FolloweeId)
+                .OnDelete(DeleteBehavior.Cascade).HasConstraintName("FK_Follows_Users_FolloweeId");
+            f.HasOne(x => x.Follower).WithMany(x => x.FollowingLinks).HasForeignKey(x => x.FollowerId)
+                .OnDelete(DeleteBehavior.ClientCascade).HasConstraintName("FK_Follows_Users_FollowerId");
+
+            DatabaseClock(f.Property(x => x.CreatedAt));
+
+            // Database defaults the app need not send. HasSentinel(true):
+            // EF Core leaves NotificationsEnabled out of the INSERT when it
+            // holds the default, true, and sends false; without it EF
+            // Core would leave out false and the row would get true.
+            f.Property(x => x.Muted).HasDefaultValue(false);
+            f.Property(x => x.NotificationsEnabled).HasDefaultValue(true).HasSentinel(true);
+
+            // Keyset pages, newest first: "who follows X", "whom does X
+            // follow". They also cover the two foreign keys, so EF Core
+            // adds no index of its own for them.
+            f.HasIndex(x => new { x.FolloweeId, x.CreatedAt, x.FollowerId }).HasDatabaseName("IX_Follows_FolloweeId_CreatedAt_FollowerId");
+            f.HasIndex(x => new { x.FollowerId, x.CreatedAt, x.FolloweeId }).HasDatabaseName("IX_Follows_FollowerId_CreatedAt_FolloweeId");
+        });
+
+        b.Entity<Block>(k =>
+        {
+            k.ToTable("Blocks", t => t.HasCheckConstraint("CK_Blocks_NoSelfBlock",
+                npgsql ? "\"BlockerId\" <> \"BlockedId\"" : "BlockerId <> BlockedId"));
+            k.HasKey(x => new { x.BlockerId, x.BlockedId }).HasName("PK_Blocks");
+            // As for follows: the blocks of a user cascade, the blocks by
+            // it are NO ACTION in the database. TR_Users_Delete deletes
+            // both before the user goes, so neither stops a delete.
+            k.HasOne(x => x.Blocked).WithMany().HasForeignKey(x => x.BlockedId)
+                .OnDelete(DeleteBehavior.Cascade).HasConstraintName("FK_Blocks_Users_BlockedId");
+            k.HasOne(x => x.Blocker).WithMany().HasForeignKey(x => x.BlockerId)
+                .OnDelete(DeleteBehavior.ClientCascade).HasConstraintName("FK_Blocks_Users_BlockerId");
+            k.HasIndex(x => x.BlockedId).HasDatabaseName("IX_Blocks_BlockedId");
+            DatabaseClock(k.Property(x => x.CreatedAt));
+        });
+    }
+}
