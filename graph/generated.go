@@ -2769,7 +2769,7 @@ func (ec *executionContext) _PageInfo_startCursor(ctx context.Context, field gra
 			return ec.fieldContext_PageInfo_startCursor(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.StartCursor, nil
+			return obj.StartCursor(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
@@ -2780,7 +2780,7 @@ func (ec *executionContext) _PageInfo_startCursor(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_PageInfo_startCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("PageInfo", field, false, false, "String")
+	return graphql.NewScalarFieldContext("PageInfo", field, true, false, "String")
 }
 
 func (ec *executionContext) _PageInfo_endCursor(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
@@ -2792,7 +2792,7 @@ func (ec *executionContext) _PageInfo_endCursor(ctx context.Context, field graph
 			return ec.fieldContext_PageInfo_endCursor(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.EndCursor, nil
+			return obj.EndCursor(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
@@ -2803,7 +2803,7 @@ func (ec *executionContext) _PageInfo_endCursor(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_PageInfo_endCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("PageInfo", field, false, false, "String")
+	return graphql.NewScalarFieldContext("PageInfo", field, true, false, "String")
 }
 
 func (ec *executionContext) _Query_user(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
