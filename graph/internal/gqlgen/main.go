@@ -1,10 +1,12 @@
 // Command gqlgen is gqlgen's generate (go generate runs it, see server.go)
-// with one step of this project's own: lists of objects are marshaled by
-// graph's marshalList rather than straight by
-// graphql.MarshalSliceConcurrently, so that a list whose elements can
-// never wait on a loader is marshaled on the goroutine that asks for it
-// (see graph/lists.go). For that it writes, from what gqlgen decides,
-// which fields gqlgen resolves concurrently.
+// with one step of this project's own: the generated code calls graph's
+// marshalList and deferredGroup where gqlgen's templates call
+// graphql.MarshalSliceConcurrently and graphql.NewDeferredGroup (see
+// graph/executor.go), so that a list whose elements can never wait on a
+// loader is marshaled on the goroutine that asks for it, and an object
+// with no deferred field allocates no group for them. For marshalList it
+// writes, from what gqlgen decides, which fields gqlgen resolves
+// concurrently.
 package main
 
 import (
@@ -35,28 +37,32 @@ func generate() error {
 	if err := api.Generate(cfg, api.AddPlugin(concurrentFields{})); err != nil {
 		return err
 	}
-	return useMarshalList(cfg.Exec.Filename)
+	return rewrite(cfg.Exec.Filename)
 }
 
-// The call gqlgen's template writes for every list of objects, where
-// sel is the selection of the list's elements, and what replaces it.
-var (
-	sliceCall = []byte("graphql.MarshalSliceConcurrently(ctx, len(v), ")
-	listCall  = []byte("ec.marshalList(ctx, sel, len(v), ")
-)
+// calls are the calls that gqlgen's templates write, and what replaces
+// them: for every list of objects, where sel is the selection of the
+// list's elements, marshalList, which takes MarshalSliceConcurrently's
+// arguments and the selection besides; for every object, whose collected
+// fields are fields, deferredGroup.
+var calls = []struct{ gqlgen, graph string }{
+	{"graphql.MarshalSliceConcurrently(ctx, len(v), ", "ec.marshalList(ctx, sel, len(v), "},
+	{"deferred := graphql.NewDeferredGroup(ctx)\n", "deferred := deferredGroup(ctx, fields)\n"},
+}
 
-// useMarshalList makes the generated code marshal lists of objects with
-// marshalList, which takes MarshalSliceConcurrently's arguments and the
-// elements' selection besides.
-func useMarshalList(path string) error {
+// rewrite makes the generated code call graph's functions.
+func rewrite(path string) error {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	if !bytes.Contains(src, sliceCall) {
-		return fmt.Errorf("%s has no %s...: gqlgen's template changed, see graph/lists.go", path, sliceCall)
+	for _, c := range calls {
+		if !bytes.Contains(src, []byte(c.gqlgen)) {
+			return fmt.Errorf("%s has no %q: gqlgen's templates changed, see graph/executor.go", path, c.gqlgen)
+		}
+		src = bytes.ReplaceAll(src, []byte(c.gqlgen), []byte(c.graph))
 	}
-	return os.WriteFile(path, bytes.ReplaceAll(src, sliceCall, listCall), 0o644)
+	return os.WriteFile(path, src, 0o644)
 }
 
 // concurrentFields is a gqlgen plugin that writes concurrent_gen.go beside

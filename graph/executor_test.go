@@ -3,6 +3,7 @@ package graph
 import (
 	"testing"
 
+	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 )
@@ -51,4 +52,18 @@ func fieldNamed(sel ast.SelectionSet, name string) *ast.Field {
 		}
 	}
 	return nil
+}
+
+// An object allocates a group for deferred fields only when it has one;
+// gqlgen's group then holds them as it would without deferredGroup.
+func TestDeferredGroup(t *testing.T) {
+	ctx := t.Context()
+	plain := []graphql.CollectedField{{Field: &ast.Field{Name: "name"}}}
+	if g := deferredGroup(ctx, plain); g.FieldSet != nil || len(g.Defers) != 0 || g.Context != ctx {
+		t.Errorf("no deferred field: %+v, want an empty group in ctx", g)
+	}
+	deferred := append(plain, graphql.CollectedField{Field: &ast.Field{Name: "followers"}, Deferrables: []*graphql.Deferrable{{Label: "later"}}})
+	if g := deferredGroup(ctx, deferred); g.FieldSet == nil || g.Defers == nil {
+		t.Errorf("a deferred field: %+v, want gqlgen's group", g)
+	}
 }

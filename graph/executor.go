@@ -1,5 +1,10 @@
 package graph
 
+// The generated code calls the functions here where gqlgen's templates
+// call graphql's own (graph/internal/gqlgen rewrites the calls): they do
+// what those do, without the goroutines and allocations that this
+// server's queries do not need.
+
 import (
 	"context"
 
@@ -10,9 +15,8 @@ import (
 // fieldName names a field of a type of the schema.
 type fieldName struct{ object, field string }
 
-// marshalList marshals a list of objects; the generated code calls it
-// where gqlgen's template calls graphql.MarshalSliceConcurrently (see
-// graph/internal/gqlgen). gqlgen marshals each element on a goroutine of its
+// marshalList marshals a list of objects, for
+// graphql.MarshalSliceConcurrently. gqlgen marshals each element on a goroutine of its
 // own, so that the resolvers under different elements wait on their
 // loaders together and each loader's batch holds the whole list. But an
 // element whose selection reaches no field that gqlgen resolves
@@ -70,4 +74,18 @@ func mayWait(sel ast.SelectionSet) bool {
 		}
 	}
 	return false
+}
+
+// deferredGroup is the group of an object's fields that @defer sends
+// later, for graphql.NewDeferredGroup. The schema leaves @defer out (see
+// unserved), so no field is deferred and the group stays empty, as
+// NewDeferredGroup's would, without the path, field set and map that it
+// allocates for every object; a deferred field gets gqlgen's group still.
+func deferredGroup(ctx context.Context, fields []graphql.CollectedField) graphql.DeferredGroup {
+	for _, f := range fields {
+		if f.IsDeferred() {
+			return graphql.NewDeferredGroup(ctx)
+		}
+	}
+	return graphql.DeferredGroup{Context: ctx}
 }
