@@ -31,7 +31,7 @@ func TestMayWait(t *testing.T) {
 		{`{ nodes(ids: ["1", "2"]) { id __typename } }`, []string{"nodes"}, false},
 		{`{ nodes(ids: ["1", "2"]) { ... on User { mutualFollows { nodes { id } } } } }`, []string{"nodes"}, true},
 	} {
-		doc, err := gqlparser.LoadQuery(Schema(), c.query)
+		doc, err := gqlparser.LoadQueryWithRules(Schema(), c.query, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", c.query, err)
 		}
