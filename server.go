@@ -34,7 +34,7 @@ import (
 	"follows/db"
 )
 
-//go:generate go tool gqlgen generate
+//go:generate go run ./graph/internal/gqlgen
 
 func main() {
 	if os.Getenv("GOGC") == "" {

@@ -244,12 +244,14 @@ func (s *Store) pages(ctx context.Context, kind listKind, qs []PageQuery) ([]Pag
 			continue
 		}
 		text, args := s.d.pagesQuery(kind, way, batch)
+		// One row's destinations serve every row: each is copied out.
+		var k int
+		var e Edge
+		var raw any
+		dest := append([]any{&k, &raw}, e.User.scanDest()...)
 		err := s.scanBatch(ctx, text, args,
 			func(rows *rows) error {
-				var k int
-				var e Edge
-				var raw any
-				if err := rows.Scan(append([]any{&k, &raw}, e.User.scanDest()...)...); err != nil {
+				if err := rows.Scan(dest...); err != nil {
 					return err
 				}
 				t, err := s.d.scanTime(raw)
@@ -257,7 +259,12 @@ func (s *Store) pages(ctx context.Context, kind listKind, qs []PageQuery) ([]Pag
 					return err
 				}
 				e.At = t
-				out[at[k]].Edges = append(out[at[k]].Edges, e)
+				p := &out[at[k]]
+				if p.Edges == nil {
+					// A page's rows are one more than it asks for, at most.
+					p.Edges = make([]Edge, 0, batch[k].size()+1)
+				}
+				p.Edges = append(p.Edges, e)
 				return nil
 			})
 		if err != nil {

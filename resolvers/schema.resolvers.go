@@ -188,11 +188,6 @@ func (r *queryResolver) Nodes(ctx context.Context, ids []string) ([]model.Node, 
 	return r.nodes(ctx, ids)
 }
 
-// ID is the resolver for the id field.
-func (r *userResolver) ID(ctx context.Context, obj *db.User) (string, error) {
-	return model.UserID(obj.ID), nil
-}
-
 // Followers is the resolver for the followers field.
 func (r *userResolver) Followers(ctx context.Context, obj *db.User, first *int, after *string, last *int, before *string) (*model.FollowConnection, error) {
 	return r.followPage(ctx, followersList, db.Followers, obj, paging{first, last, after, before})

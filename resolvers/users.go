@@ -87,13 +87,17 @@ func (r *Resolver) followPage(ctx context.Context, list *listRow[db.Page], dir d
 			return user.FollowerCount, nil
 		},
 	}
-	for _, e := range page.Edges {
-		edge := &model.FollowEdge{List: list.cursor, Node: &e.User, FollowedAt: e.At,
+	// The edges are one allocation, their users the page's own.
+	edges := make([]model.FollowEdge, len(page.Edges))
+	conn.Edges = make([]*model.FollowEdge, len(page.Edges))
+	for i := range page.Edges {
+		e := &page.Edges[i]
+		edges[i] = model.FollowEdge{List: list.cursor, Node: &e.User, FollowedAt: e.At,
 			FollowerID: e.User.ID, FolloweeID: user.ID}
 		if dir == db.Following {
-			edge.FollowerID, edge.FolloweeID = user.ID, e.User.ID
+			edges[i].FollowerID, edges[i].FolloweeID = user.ID, e.User.ID
 		}
-		conn.Edges = append(conn.Edges, edge)
+		conn.Edges[i] = &edges[i]
 	}
 	return conn, nil
 }
@@ -106,12 +110,12 @@ func (r *Resolver) userPage(ctx context.Context, list *listRow[db.Page], user in
 		return nil, err
 	}
 	conn := &model.UserConnection{PageInfo: pageInfo(list.cursor, q, page), Total: total}
-	for _, e := range page.Edges {
-		conn.Edges = append(conn.Edges, &model.UserEdge{
-			List: list.cursor,
-			Node: &e.User,
-			At:   e.At,
-		})
+	edges := make([]model.UserEdge, len(page.Edges))
+	conn.Edges = make([]*model.UserEdge, len(page.Edges))
+	for i := range page.Edges {
+		e := &page.Edges[i]
+		edges[i] = model.UserEdge{List: list.cursor, Node: &e.User, At: e.At}
+		conn.Edges[i] = &edges[i]
 	}
 	return conn, nil
 }
@@ -135,16 +139,15 @@ func (r *Resolver) page(ctx context.Context, list *listRow[db.Page], user int64,
 // side it was read toward, whether the store found more; on the other,
 // whether the query gave a cursor there (see PageInfo's description).
 func pageInfo(list model.List, q db.PageQuery, page db.Page) *model.PageInfo {
-	pi := &model.PageInfo{HasNextPage: page.HasNext, HasPreviousPage: page.HasPrevious}
+	pi := &model.PageInfo{HasNextPage: page.HasNext, HasPreviousPage: page.HasPrevious, List: list}
 	if q.Backward {
 		pi.HasNextPage = !q.Before.IsZero()
 	} else {
 		pi.HasPreviousPage = !q.After.IsZero()
 	}
 	if n := len(page.Edges); n > 0 {
-		first := model.EncodeCursor(list, db.Cursor{At: page.Edges[0].At, ID: page.Edges[0].User.ID})
-		last := model.EncodeCursor(list, db.Cursor{At: page.Edges[n-1].At, ID: page.Edges[n-1].User.ID})
-		pi.StartCursor, pi.EndCursor = &first, &last
+		pi.Start = db.Cursor{At: page.Edges[0].At, ID: page.Edges[0].User.ID}
+		pi.End = db.Cursor{At: page.Edges[n-1].At, ID: page.Edges[n-1].User.ID}
 	}
 	return pi
 }

@@ -60,6 +60,31 @@ func (c *FollowConnection) Nodes() []*db.User {
 // TotalCount is the length of the whole list.
 func (c *FollowConnection) TotalCount(ctx context.Context) (int, error) { return c.Total(ctx) }
 
+// PageInfo is Relay's page information (see the schema's description).
+// The cursors of the page's first and last edges are made only when a
+// client asks for them.
+type PageInfo struct {
+	HasNextPage, HasPreviousPage bool
+	List                         List
+	// Start and End are the positions of the page's first and last edges;
+	// zero when the page is empty.
+	Start, End db.Cursor
+}
+
+// StartCursor is the first edge's cursor; nil when the page is empty.
+func (p *PageInfo) StartCursor() *string { return p.cursor(p.Start) }
+
+// EndCursor is the last edge's cursor; nil when the page is empty.
+func (p *PageInfo) EndCursor() *string { return p.cursor(p.End) }
+
+func (p *PageInfo) cursor(c db.Cursor) *string {
+	if c.IsZero() {
+		return nil
+	}
+	s := EncodeCursor(p.List, c)
+	return &s
+}
+
 // FollowEdge is one follow in a page.
 type FollowEdge struct {
 	List       List // whose cursor this is: ListFollowers or ListFollowing

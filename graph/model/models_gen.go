@@ -44,29 +44,6 @@ type FollowInput struct {
 type Mutation struct {
 }
 
-// Relay's page information, as the cursor connections spec defines it. A list
-// pages forward with `first` and `after`, or backward with `last` and
-// `before`: given `last`, or `before` without `first`, a page is taken from
-// the end of its range, else from the start. The range is the entries after
-// `after` and before `before`, each end open when its cursor is not given.
-// Asking for both `first` and `last` is BAD_USER_INPUT, as the spec
-// discourages it. Either way a page's edges are in the list's order, and the
-// page size when neither `first` nor `last` is given is the field's default.
-type PageInfo struct {
-	// Forward: whether more entries of the range follow the last edge. Backward:
-	// true when `before` was given (the entry at `before` and those after it
-	// follow, as the spec allows), false when not.
-	HasNextPage bool `json:"hasNextPage"`
-	// Backward: whether more entries of the range precede the first edge.
-	// Forward: true when `after` was given (the entry at `after` and those before
-	// it precede, as the spec allows), false when not.
-	HasPreviousPage bool `json:"hasPreviousPage"`
-	// The first edge's cursor, to pass as `before`; null when the page is empty.
-	StartCursor *string `json:"startCursor,omitempty"`
-	// The last edge's cursor, to pass as `after`; null when the page is empty.
-	EndCursor *string `json:"endCursor,omitempty"`
-}
-
 type Query struct {
 }
 
