@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,11 +17,7 @@ import (
 // mode, unmarked, opening cleanly, its counts those of the count rule.
 func TestImportIntoNewFileSkipsTheLog(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "follows.db")
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, s := openFile(t)
 	users := []UserRow{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}, {ID: 3, Name: "c"}}
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var follows []FollowRow
@@ -50,7 +47,7 @@ func TestImportIntoNewFileSkipsTheLog(t *testing.T) {
 		t.Errorf("counts = %v, want %v", counts, want)
 	}
 	s.Close()
-	s, err = Open(ctx, path)
+	s, err := Open(ctx, path)
 	if err != nil {
 		t.Fatalf("open after import: %v", err)
 	}
@@ -58,6 +55,17 @@ func TestImportIntoNewFileSkipsTheLog(t *testing.T) {
 	if drift, err := s.CheckCounts(ctx, false); err != nil || len(drift) > 0 {
 		t.Errorf("drift after import: %+v, %v", drift, err)
 	}
+}
+
+// openFile opens a store on a new SQLite file, which the test closes.
+func openFile(t *testing.T) (string, *Store) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "follows.db")
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, s
 }
 
 func equalCounts(a, b [][2]int) bool {
@@ -76,14 +84,10 @@ func equalCounts(a, b [][2]int) bool {
 // server opens.
 func TestFailedImportLeavesAFileThatOpens(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "follows.db")
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, s := openFile(t)
 	users := []UserRow{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}}
 	follows := []FollowRow{{Follower: 1, Followee: 2}, {Follower: 1, Followee: 2}}
-	_, err = s.Import(ctx, seqOf(users...), seqOf(follows...), 0, nil)
+	_, err := s.Import(ctx, seqOf(users...), seqOf(follows...), 0, nil)
 	var ie ImportErrors
 	if !errors.As(err, &ie) {
 		t.Fatalf("import of a duplicate follow: %v", err)
@@ -104,17 +108,13 @@ func TestFailedImportLeavesAFileThatOpens(t *testing.T) {
 // its mark is still set) is refused, with what to do.
 func TestOpenRefusesAnUnfinishedImport(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "follows.db")
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, s := openFile(t)
 	s.Close()
 	raw, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := raw.Exec(`PRAGMA user_version = 1181502564`); err != nil {
+	if _, err := raw.Exec(`PRAGMA user_version = ` + strconv.Itoa(sqliteImportMark)); err != nil {
 		t.Fatal(err)
 	}
 	raw.Close()
