@@ -145,3 +145,38 @@ func TestFormatSQLiteTime(t *testing.T) {
 		}
 	}
 }
+
+// An import into a new file that another connection is reading still
+// goes in, through the write-ahead log.
+func TestImportIntoNewFileBesideAReader(t *testing.T) {
+	ctx := context.Background()
+	path, s := openFile(t)
+	defer s.Close()
+	reader, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	tx, err := reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRow(`SELECT COUNT(*) FROM Users`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	users := []UserRow{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}}
+	follows := []FollowRow{{Follower: 1, Followee: 2, At: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}}
+	if _, err := s.Import(ctx, seqOf(users...), seqOf(follows...), 0, nil); err != nil {
+		t.Fatalf("import beside a reader: %v", err)
+	}
+	tx.Rollback()
+	var mark int
+	if err := s.db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&mark); err != nil || mark != 0 {
+		t.Errorf("user_version after import = %d, %v; want 0", mark, err)
+	}
+	if counts, want := countsOf(t, s, 1, 2), [][2]int{{0, 1}, {1, 0}}; !equalCounts(counts, want) {
+		t.Errorf("counts = %v, want %v", counts, want)
+	}
+}

@@ -119,8 +119,8 @@ FROM json_each(?) AS c WHERE Users.Id = c.value ->> 0`,
 var listUsersLimit = fillUsers(`SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id BETWEEN ? AND ? AND ` + active("u") + ` ORDER BY u.Id {order} LIMIT ?`)
 
 // formatSQLiteTime is t.UTC().Format(sqliteTime), written digit by digit:
-// an import formats every follow's time, and Format's layout
-// interpretation was a tenth of the loading goroutine's time.
+// an import formats every follow's time, and Format was 8% of the
+// loading goroutine's CPU (0.04 of 0.52 s, the small graph's profile).
 func formatSQLiteTime(t time.Time) string {
 	t = t.UTC()
 	y, mo, d := t.Date()
@@ -432,14 +432,19 @@ const sqliteImportMark = 0x466c4c64 // "FlLd"
 // commit syncs the file, synchronous being FULL), in a commit of its
 // own. Then the file goes back to WAL mode.
 //
-// Leaving WAL mode needs the file to itself; when another connection
-// holds it, the import runs in WAL mode as any other.
+// Leaving WAL mode needs the file to itself; when another connection is
+// reading it (SQLite says at once that it is busy), the import runs in
+// WAL mode as any other.
 func sqliteFreshBulk(ctx context.Context, conn *sql.Conn) (end func() error, err error) {
 	if _, err := conn.ExecContext(ctx, `PRAGMA user_version = `+strconv.Itoa(sqliteImportMark)); err != nil {
 		return nil, err
 	}
 	var mode string
-	if err := conn.QueryRowContext(ctx, `PRAGMA journal_mode = MEMORY`).Scan(&mode); err != nil {
+	err = conn.QueryRowContext(ctx, `PRAGMA journal_mode = MEMORY`).Scan(&mode)
+	if se := (*sqlite.Error)(nil); errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY {
+		mode, err = "wal", nil
+	}
+	if err != nil {
 		return nil, err
 	}
 	return func() error {
