@@ -3,6 +3,8 @@
 //
 //	go run ./bench gen -size large -out DIR    write users.csv and follows.csv
 //	go run ./bench load -size large            import, serve, load, print a table
+//	go run ./bench chart -in results.jsonl -out docs/peer-bench.svg
+//	                                           chart a peer-bench run's ratios
 package main
 
 import (
@@ -12,7 +14,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: bench gen|load [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench gen|load|chart [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -21,6 +23,8 @@ func main() {
 		err = runGen(os.Args[2:], os.Stdout)
 	case "load":
 		err = runLoad(os.Args[2:], os.Stdout)
+	case "chart":
+		err = runChart(os.Args[2:], os.Stdout)
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}

@@ -91,12 +91,21 @@ type dialect struct {
 	// put it back. Rows are checked before they go in, so the import need
 	// not pay for foreign key lookups on each.
 	bulkSetup, bulkReset []string
+	// freshBulk, if not nil, sets up conn for a bulk import into a
+	// database with no users and no follows, before its transaction
+	// begins, and returns what puts it back after the transaction ends.
+	freshBulk func(ctx context.Context, conn *sql.Conn) (end func() error, err error)
 	// lastUserID reads the highest user id ever given out, deleted users'
 	// included (SQLite's sqlite_sequence, SQL Server's identity).
 	lastUserID func(ctx context.Context, r runner) (int64, error)
 	// keepUserIDsAbove, for a bulk import, makes the ids given to new users
 	// higher than last; nil where bulk import is not supported.
 	keepUserIDsAbove func(ctx context.Context, r runner, last int64) error
+	// setImportedCounts, if not empty, sets the counts of the users of a
+	// JSON array of [id, followers, following], for a bulk import into a
+	// graph without follows, that counted them as they went in (see
+	// followLoad.setCounts); without it, the import recounts them.
+	setImportedCounts string
 	// setAsideFollowIndexes, for a bulk import, drops the follow table's
 	// secondary indexes and its triggers (the counts' among them) and
 	// returns what restores them; nil where bulk import is not supported.
