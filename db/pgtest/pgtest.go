@@ -61,7 +61,17 @@ func DSN(t testing.TB, what string) string {
 		defer admin.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+quoted+" WITH (FORCE)"); err != nil {
+		// FORCE ends our own sessions, but not one of another role: an
+		// autovacuum worker that has just started on the new database
+		// refuses it (42501, seen on a busy machine). It finishes in
+		// moments, so try again for a while before calling it a failure.
+		drop := "DROP DATABASE IF EXISTS " + quoted + " WITH (FORCE)"
+		_, err := admin.ExecContext(ctx, drop)
+		for try := 0; err != nil && try < 50 && ctx.Err() == nil; try++ {
+			time.Sleep(200 * time.Millisecond)
+			_, err = admin.ExecContext(ctx, drop)
+		}
+		if err != nil {
 			t.Errorf("drop test database %s: %v", name, err)
 		}
 	})
