@@ -9,25 +9,28 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"follows/api/apitest"
+	"follows/auth/oidctest"
 	"follows/db"
 	"follows/graphcsv"
 )
 
 // fullGraph is a graph in export's folder form with something of every
-// kind: stamps, a deactivated account (carol), a block (dave blocks
-// erin), follows muted and silenced, and a last user id (6) past the
-// highest id there is. Times are in microseconds, which every database
+// kind: stamps, an account an OpenID Connect provider signs in (alice, as
+// its subject aliceSubject), a deactivated account (carol), a block (dave
+// blocks erin), follows muted and silenced, and a last user id (6) past
+// the highest id there is. Times are in microseconds, which every database
 // keeps.
 var fullGraph = map[string]string{
 	graphcsv.ManifestFile: "Version,LastUserId,Users,Blocks,Follows\n2,6,5,1,5\n",
-	graphcsv.UsersFile: `Id,Name,SecurityStamp,DeactivatedAt
-1,alice,` + strings.Repeat("a1", 16) + `,
-2,bob,` + strings.Repeat("b2", 16) + `,
-3,carol,` + strings.Repeat("c3", 16) + `,2026-01-03 04:05:06.1234560
-4,dave,` + strings.Repeat("d4", 16) + `,
-5,erin,` + strings.Repeat("e5", 16) + `,
+	graphcsv.UsersFile: `Id,Name,SecurityStamp,DeactivatedAt,ExternalId
+1,alice,` + strings.Repeat("a1", 16) + `,,` + aliceSubject + `
+2,bob,` + strings.Repeat("b2", 16) + `,,
+3,carol,` + strings.Repeat("c3", 16) + `,2026-01-03 04:05:06.1234560,
+4,dave,` + strings.Repeat("d4", 16) + `,,
+5,erin,` + strings.Repeat("e5", 16) + `,,
 `,
 	graphcsv.BlocksFile: "BlockerId,BlockedId,CreatedAt\n4,5,2026-01-04 00:00:00.5000000\n",
 	graphcsv.FollowsFile: `FollowerId,FolloweeId,CreatedAt,Muted,NotificationsEnabled
@@ -38,6 +41,8 @@ var fullGraph = map[string]string{
 5,1,2026-01-01 00:00:05.0000000,0,1
 `,
 }
+
+const aliceSubject = "auth0|alice"
 
 // writeFolder writes files into a new folder and returns it.
 func writeFolder(t *testing.T, files map[string]string) string {
@@ -98,8 +103,10 @@ func sameFiles(t *testing.T, what string, got, want map[string]string) {
 // on into SQLite or PostgreSQL and exported again, the same; and from
 // PostgreSQL back into SQLite, the same again. After the move the
 // deactivated account is still hidden, the blocked user still cannot
-// follow the blocker, settings and stamps are kept, and the next sign-up
-// gets an id past the last one ever given.
+// follow the blocker, settings and stamps are kept, the provider's token
+// for alice's subject signs alice in (on a server that makes no accounts
+// for unknown subjects), and the next sign-up gets an id past the last
+// one ever given.
 func TestExportImportRoundTrip(t *testing.T) { apitest.Each(t, testExportImportRoundTrip) }
 
 func testExportImportRoundTrip(t *testing.T, on apitest.Database) {
@@ -123,6 +130,12 @@ func testExportImportRoundTrip(t *testing.T, on apitest.Database) {
 		}
 		sameFiles(t, "SQLite -> PostgreSQL -> SQLite", exportDir(t, back), first)
 	}
+	key := oidctest.NewKey(t, "k1", "P-256")
+	p := oidctest.New(t, key)
+	url := oidcServer(t, dst, p, p.JWKSURL)
+	if _, name := whoAmI(t, url, oidctest.Sign(t, key, p.Claims(aliceSubject, time.Now()))); name != "alice" {
+		t.Errorf("alice's provider token after the move signs in %q; want alice", name)
+	}
 	checkMovedGraph(t, dst)
 }
 
@@ -143,6 +156,9 @@ func checkMovedGraph(t *testing.T, dsn string) {
 	alice, err := store.UserByName(ctx, "alice")
 	if err != nil || alice.FollowingCount != 1 || alice.SecurityStamp != strings.Repeat("a1", 16) {
 		t.Errorf("alice after the move = %+v, %v; want following 1 (carol left out), her stamp", alice, err)
+	}
+	if u, err := store.UserByExternalID(ctx, aliceSubject); err != nil || u.ID != 1 {
+		t.Errorf("the account of alice's subject after the move = %+v, %v; want alice's, id 1", u, err)
 	}
 	if _, err := store.Follow(ctx, 5, 4); !errors.Is(err, db.ErrBlocked) {
 		t.Errorf("erin follows dave, who blocks her, after the move: %v; want ErrBlocked", err)
@@ -206,7 +222,7 @@ func TestExportLeavesAnEFCoreDatabaseAlone(t *testing.T) {
 	if !strings.HasPrefix(files[graphcsv.ManifestFile], "Version,LastUserId,Users,Blocks,Follows\n2,5,5,0,6\n") {
 		t.Errorf("manifest.csv:\n%s", files[graphcsv.ManifestFile])
 	}
-	if !strings.Contains(files[graphcsv.UsersFile], "\n5,erin,,\n") {
+	if !strings.Contains(files[graphcsv.UsersFile], "\n5,erin,,,\n") {
 		t.Errorf("users.csv:\n%s", files[graphcsv.UsersFile])
 	}
 	for _, p := range efFollows {
@@ -277,7 +293,7 @@ func TestImportReadsVersion1Exports(t *testing.T) {
 	if want := "FollowerId,FolloweeId,CreatedAt,Muted,NotificationsEnabled\n1,2,2026-01-01 00:00:01.0000000,0,1\n"; files[graphcsv.FollowsFile] != want {
 		t.Errorf("follows.csv:\n%s\nwant\n%s", files[graphcsv.FollowsFile], want)
 	}
-	if want := "2,bob," + strings.Repeat("b2", 16) + ",\n"; !strings.HasSuffix(files[graphcsv.UsersFile], want) {
+	if want := "2,bob," + strings.Repeat("b2", 16) + ",,\n"; !strings.HasSuffix(files[graphcsv.UsersFile], want) {
 		t.Errorf("users.csv:\n%s", files[graphcsv.UsersFile])
 	}
 }

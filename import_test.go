@@ -147,6 +147,8 @@ func testImportRefusesBadRows(t *testing.T, on apitest.Database) {
 			[]string{"follows.csv line 4: follow 50 -> 10 is there already"}},
 		{"a follow the database has", "Id,Name\n", "FollowerId,FolloweeId,CreatedAt\n30,10,2026-02-01 00:00:00\n10,20,2026-02-01 00:00:00\n",
 			[]string{"follows.csv line 3: follow 10 -> 20 is there already"}},
+		{"an ExternalId twice", "Id,Name,SecurityStamp,DeactivatedAt,ExternalId\n50,erin,,,auth0|x\n51,frank,,,auth0|x\n", "FollowerId,FolloweeId,CreatedAt\n",
+			[]string{`users.csv line 3: ExternalId "auth0|x" is taken (by `, "users.csv line 2)"}},
 		{"wrong header", "Id,Name\n", "Follower,Followee,When\n", []string{"follows.csv line 1: the header must be FollowerId,FolloweeId,CreatedAt"}},
 	}
 	for _, tc := range tests {

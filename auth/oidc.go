@@ -59,9 +59,17 @@ const keysMaxAge = time.Hour
 // maxJWKS bounds the key set document read, in bytes.
 const maxJWKS = 1 << 20
 
-// maxSubject is OpenID Connect's longest subject, 255 ASCII characters;
+// MaxSubject is OpenID Connect's longest subject, 255 ASCII characters;
 // longer ones are refused rather than cut, which could merge two.
-const maxSubject = 255
+const MaxSubject = 255
+
+// SubjectRule says in words what ValidSubject accepts.
+var SubjectRule = fmt.Sprintf("1 to %d characters", MaxSubject)
+
+// ValidSubject reports whether s is a subject an account can be known by:
+// the rule for a provider token's subject, and for one that travels with
+// an account in an export (see graphcsv).
+func ValidSubject(s string) bool { return s != "" && len(s) <= MaxSubject }
 
 // asymmetric are the signature algorithms a provider token may use: the
 // public-key ones go-jose has. Never "none", never an HMAC: a verifier
@@ -208,8 +216,8 @@ func (o *OIDC) check(c claims) (Identity, error) {
 		return Identity{}, fmt.Errorf("%w: %v", ErrInvalidToken, err)
 	}
 	sub, _ := c.extra[o.cfg.UserClaim].(string)
-	if sub == "" || len(sub) > maxSubject {
-		return Identity{}, fmt.Errorf("%w: its %s claim is not a subject of 1 to %d characters", ErrInvalidToken, o.cfg.UserClaim, maxSubject)
+	if !ValidSubject(sub) {
+		return Identity{}, fmt.Errorf("%w: its %s claim is not a subject of %s", ErrInvalidToken, o.cfg.UserClaim, SubjectRule)
 	}
 	name, _ := c.extra[o.cfg.NameClaim].(string)
 	if name == "" {

@@ -21,13 +21,13 @@ import (
 // migrates. It reads what the database has, whatever its shape: the
 // server's own at any migration, or an EF Core database not adopted yet
 // (Follows as an explicit entity, or EF's UserUser join table); a column
-// an older shape lacks is exported as its default (no stamp, active, not
-// muted, notifications on), and UserUser's rows, which have no time, as
-// followed when the read began. Everything is read in one transaction, a
-// snapshot where the dialect gives one (SQLite, PostgreSQL's REPEATABLE
-// READ); SQL Server's is READ COMMITTED, since go-mssqldb has no read-only
-// transaction and SNAPSHOT needs the database's consent: export it while
-// it takes no writes.
+// an older shape lacks is exported as its default (no stamp, active, no
+// external id, not muted, notifications on), and UserUser's rows, which
+// have no time, as followed when the read began. Everything is read in
+// one transaction, a snapshot where the dialect gives one (SQLite,
+// PostgreSQL's REPEATABLE READ); SQL Server's is READ COMMITTED, since
+// go-mssqldb has no read-only transaction and SNAPSHOT needs the
+// database's consent: export it while it takes no writes.
 
 // exportCatalogue is how each dialect lists a table's columns, and the
 // transaction a graph is read in.
@@ -206,17 +206,18 @@ func (g *GraphReader) present(table string, want []string) (cols []string, at []
 	return cols, at
 }
 
-// Users yields every user, by id, with its stamp and deactivation.
+// Users yields every user, by id, with its stamp, deactivation and
+// external id.
 func (g *GraphReader) Users(ctx context.Context) iter.Seq2[UserRow, error] {
 	cols, at := g.present("Users", userImportColumns)
 	return readRows(ctx, g.r, "read users", `SELECT `+strings.Join(cols, ", ")+` FROM Users ORDER BY Id`, func(rows *rows) (u UserRow, err error) {
-		var stamp sql.NullString
+		var stamp, external sql.NullString
 		var deactivated any
-		dest := []any{&u.ID, &u.Name, &stamp, &deactivated}
+		dest := []any{&u.ID, &u.Name, &stamp, &deactivated, &external}
 		if err := rows.Scan(pick(dest, at)...); err != nil {
 			return u, err
 		}
-		u.SecurityStamp = stamp.String
+		u.SecurityStamp, u.ExternalID = stamp.String, external.String
 		if deactivated != nil {
 			u.DeactivatedAt, err = g.r.s.d.scanTime(deactivated)
 		}

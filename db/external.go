@@ -13,16 +13,12 @@ import (
 // provider's subject in Users.ExternalId, unique where set (migration
 // 00007). A deleted account's row is gone, and its subject with it: the
 // subject signing in again finds no account, and is given a new one.
+// Every dialect's column holds any subject auth.ValidSubject accepts.
 
 const (
 	userByExternalID = `SELECT ` + userColumns + ` FROM Users AS u WHERE u.ExternalId = ?`
 	setExternalID    = `UPDATE Users SET ExternalId = ? WHERE Id = ?`
 )
-
-// MaxExternalID is the longest subject the store keeps: OpenID Connect
-// caps "sub" at 255 ASCII characters, and every dialect's column holds
-// that.
-const MaxExternalID = 255
 
 // UserByExternalID returns the user whose ExternalId is subject, or
 // ErrNotFound.

@@ -17,7 +17,8 @@ import (
 // them and a GraphReader yields them. Pos says where an imported row came
 // from, so that a bad one can be pointed at; exported rows have none. A
 // user's SecurityStamp travels with it, so that its tokens still work
-// after the graph moves; an imported user without one gets a new one.
+// after the graph moves; an imported user without one gets a new one. So
+// does its ExternalId, so that its provider's tokens still sign it in.
 // Each row's zero settings are the columns' defaults (an active user, a
 // follow neither muted nor silenced), so that rows from files that do not
 // carry them go in as the server would have made them.
@@ -30,6 +31,9 @@ type (
 		// DeactivatedAt is when the account was deactivated; zero for
 		// an active one.
 		DeactivatedAt time.Time
+		// ExternalID is the subject an OpenID Connect provider knows
+		// the account by (see external.go); empty for none.
+		ExternalID string
 	}
 	FollowRow struct {
 		Pos                Pos
@@ -60,7 +64,7 @@ type Graph struct {
 // The columns of each table a graph moves with, in the order import
 // writes and export reads them: one list, so that the two cannot drift.
 var (
-	userImportColumns   = []string{"Id", "Name", "SecurityStamp", "DeactivatedAt"}
+	userImportColumns   = []string{"Id", "Name", "SecurityStamp", "DeactivatedAt", "ExternalId"}
 	followImportColumns = []string{"FollowerId", "FolloweeId", "CreatedAt", "Muted", "NotificationsEnabled"}
 	blockImportColumns  = []string{"BlockerId", "BlockedId", "CreatedAt"}
 )
@@ -184,7 +188,7 @@ func (s *Store) ImportGraph(ctx context.Context, g Graph, progress func(follows 
 	start := time.Now()
 	clock := &phaseClock{st: &st, last: start}
 	err := s.bulkTx(ctx, func(r runner) error {
-		ids, names, err := existingUsers(ctx, r)
+		ids, names, externals, err := existingUsers(ctx, r)
 		if err != nil {
 			return err
 		}
@@ -203,16 +207,21 @@ func (s *Store) ImportGraph(ctx context.Context, g Graph, progress func(follows 
 				bad = append(bad, &RowError{u.Pos, fmt.Sprintf("user id %d exists already", u.ID)})
 			} else if names[strings.ToLower(u.Name)] {
 				bad = append(bad, &RowError{u.Pos, fmt.Sprintf("name %q is taken", u.Name)})
+			} else if first, ok := externals[u.ExternalID]; ok && u.ExternalID != "" {
+				bad = append(bad, &RowError{u.Pos, fmt.Sprintf("ExternalId %q is taken (by %s)", u.ExternalID, first)})
 			} else if len(bad) == 0 {
 				stamp := u.SecurityStamp
 				if stamp == "" {
 					stamp = newStamp()
 				}
-				var deactivated any
+				var deactivated, external any
 				if !u.DeactivatedAt.IsZero() {
 					deactivated = s.d.timeArg(u.DeactivatedAt)
 				}
-				if err := ins.add(u.Pos, u.ID, u.Name, stamp, deactivated); err != nil {
+				if u.ExternalID != "" {
+					external = u.ExternalID
+				}
+				if err := ins.add(u.Pos, u.ID, u.Name, stamp, deactivated, external); err != nil {
 					return err
 				}
 				st.Users++
@@ -220,6 +229,9 @@ func (s *Store) ImportGraph(ctx context.Context, g Graph, progress func(follows 
 			if u.ID > 0 {
 				ids[u.ID] = true
 				names[strings.ToLower(u.Name)] = true
+				if _, ok := externals[u.ExternalID]; !ok && u.ExternalID != "" {
+					externals[u.ExternalID] = u.Pos
+				}
 			}
 			if len(bad) >= maxImportErrors {
 				return bad
@@ -492,24 +504,29 @@ func (l *followLoad) setCounts(fresh bool) error {
 	return err
 }
 
-// existingUsers returns the ids of the users there are, and their names
-// in lower case.
-func existingUsers(ctx context.Context, r runner) (map[int64]bool, map[string]bool, error) {
-	ids, names := map[int64]bool{}, map[string]bool{}
-	rows, err := r.query(ctx, `SELECT Id, Name FROM Users`)
+// existingUsers returns the ids of the users there are, their names in
+// lower case, and their external ids, each with a Pos naming its user
+// (as an imported one's names its row).
+func existingUsers(ctx context.Context, r runner) (map[int64]bool, map[string]bool, map[string]Pos, error) {
+	ids, names, externals := map[int64]bool{}, map[string]bool{}, map[string]Pos{}
+	rows, err := r.query(ctx, `SELECT Id, Name, ExternalId FROM Users`)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var id int64
 		var name string
-		if err := rows.Scan(&id, &name); err != nil {
-			return nil, nil, err
+		var external sql.NullString
+		if err := rows.Scan(&id, &name, &external); err != nil {
+			return nil, nil, nil, err
 		}
 		ids[id], names[strings.ToLower(name)] = true, true
+		if external.Valid {
+			externals[external.String] = Pos{File: fmt.Sprintf("user %d, there before the import", id)}
+		}
 	}
-	return ids, names, rows.Err()
+	return ids, names, externals, rows.Err()
 }
 
 // bulkTx runs fn in one transaction on a connection of its own, set up

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"iter"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pressly/goose/v3"
 )
 
 func seqOf[T any](rows ...T) iter.Seq2[T, error] {
@@ -133,9 +136,9 @@ func testImportAndExportRows(t *testing.T, s *Store) {
 
 // A graph moves whole: a deactivated account stays deactivated (and out of
 // lists and counts), a block stays (the blocked user still cannot follow),
-// follows keep their settings and times, accounts their stamps, and the
-// next id stays past the highest ever given; read back, it is the graph
-// that went in.
+// follows keep their settings and times, accounts their stamps and their
+// provider's subjects, and the next id stays past the highest ever given;
+// read back, it is the graph that went in.
 func TestImportRestoresTheWholeGraph(t *testing.T) {
 	eachImportDialect(t, testImportRestoresTheWholeGraph)
 }
@@ -145,9 +148,10 @@ func testImportRestoresTheWholeGraph(t *testing.T, s *Store) {
 	at := time.Date(2026, 3, 1, 12, 0, 0, 123456000, time.UTC)
 	in := graphRows{
 		users: []UserRow{
-			{ID: 3, Name: "ann", SecurityStamp: strings.Repeat("a", 32)},
+			{ID: 3, Name: "ann", SecurityStamp: strings.Repeat("a", 32), ExternalID: "auth0|ann"},
 			{ID: 5, Name: "ben", SecurityStamp: strings.Repeat("b", 32), DeactivatedAt: at.Add(time.Hour)},
-			{ID: 7, Name: "cat", SecurityStamp: strings.Repeat("c", 32)},
+			// Subjects differing only in case are two subjects.
+			{ID: 7, Name: "cat", SecurityStamp: strings.Repeat("c", 32), ExternalID: "AUTH0|ANN"},
 			{ID: 9, Name: "dan", SecurityStamp: strings.Repeat("d", 32)},
 		},
 		blocks: []BlockRow{{Blocker: 3, Blocked: 9, At: at.Add(2 * time.Hour)}},
@@ -165,7 +169,7 @@ func testImportRestoresTheWholeGraph(t *testing.T, s *Store) {
 	}
 	got := readGraph(t, s)
 	if !slices.EqualFunc(got.users, in.users, func(a, b UserRow) bool {
-		return a.ID == b.ID && a.Name == b.Name && a.SecurityStamp == b.SecurityStamp && a.DeactivatedAt.Equal(b.DeactivatedAt)
+		return a.ID == b.ID && a.Name == b.Name && a.SecurityStamp == b.SecurityStamp && a.DeactivatedAt.Equal(b.DeactivatedAt) && a.ExternalID == b.ExternalID
 	}) {
 		t.Errorf("users read back %+v, want %+v", got.users, in.users)
 	}
@@ -181,6 +185,12 @@ func testImportRestoresTheWholeGraph(t *testing.T, s *Store) {
 	}
 	if got.last != in.last {
 		t.Errorf("LastUserID read back %d, want %d", got.last, in.last)
+	}
+	// The provider's tokens find the same accounts.
+	for subject, id := range map[string]int64{"auth0|ann": 3, "AUTH0|ANN": 7} {
+		if u, err := s.UserByExternalID(ctx, subject); err != nil || u.ID != id {
+			t.Errorf("the account of %q after the move = %+v, %v; want id %d", subject, u, err, id)
+		}
 	}
 
 	// The deactivated account is hidden: not counted, not listed.
@@ -258,6 +268,39 @@ func testImportNamesTheDuplicateRow(t *testing.T, s *Store) {
 	b, _ := s.CreateUser(ctx, "b")
 	if f, err := s.Follow(ctx, a.ID, b.ID); err != nil || f.Followee.FollowerCount != 1 {
 		t.Errorf("a follow after the refused import: %+v, %v", f, err)
+	}
+}
+
+// An ExternalId given twice is refused, naming both rows, or the row and
+// the account that had it before the import; nothing of the import stays.
+func TestImportRefusesADuplicateExternalID(t *testing.T) {
+	eachImportDialect(t, testImportRefusesADuplicateExternalID)
+}
+
+func testImportRefusesADuplicateExternalID(t *testing.T, s *Store) {
+	ctx := context.Background()
+	users := []UserRow{
+		{Pos: Pos{"u", 2}, ID: 1, Name: "a", ExternalID: "sub"},
+		{Pos: Pos{"u", 3}, ID: 2, Name: "b"},
+		{Pos: Pos{"u", 4}, ID: 3, Name: "c"},
+		{Pos: Pos{"u", 5}, ID: 4, Name: "d", ExternalID: "sub"},
+	}
+	_, err := s.Import(ctx, seqOf(users...), seqOf[FollowRow](), 0, nil)
+	var ie ImportErrors
+	if !errors.As(err, &ie) || len(ie) != 1 || ie[0].Error() != `u line 5: ExternalId "sub" is taken (by u line 2)` {
+		t.Errorf("import of an ExternalId twice: %v", err)
+	}
+	if n, err := s.CountUsers(ctx); n != 0 || err != nil {
+		t.Errorf("%d users after a refused import (%v), want 0", n, err)
+	}
+
+	had, err := s.ProvisionUser(ctx, "sub", "had")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Import(ctx, seqOf(UserRow{Pos: Pos{"u", 2}, ID: 100, Name: "a", ExternalID: "sub"}), seqOf[FollowRow](), 0, nil)
+	if want := fmt.Sprintf(`u line 2: ExternalId "sub" is taken (by user %d, there before the import)`, had.ID); !errors.As(err, &ie) || len(ie) != 1 || ie[0].Error() != want {
+		t.Errorf("import of an ExternalId an account has: %v; want %s", err, want)
 	}
 }
 
@@ -371,6 +414,30 @@ func TestImportKeepsIDsAndStamps(t *testing.T) {
 	got, _ := dst.UsersByID(ctx, []int64{100})
 	if got[0] == nil || !ValidStamp(got[0].SecurityStamp) {
 		t.Errorf("a user imported without a stamp: %+v, want a new one", got[0])
+	}
+}
+
+// A database at a migration before Users.ExternalId (00007) exports as it
+// is, its users without one.
+func TestExportBeforeExternalIDs(t *testing.T) {
+	s := openTestStore(t)
+	ctx := context.Background()
+	if _, err := s.CreateUser(ctx, "old"); err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := fs.Sub(migrations, "migrations/"+s.d.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := goose.NewProvider(s.d.goose, s.db, fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DownTo(ctx, 6); err != nil {
+		t.Fatal(err)
+	}
+	if users := readGraph(t, s).users; len(users) != 1 || users[0].Name != "old" || users[0].ExternalID != "" {
+		t.Errorf("exported %+v; want old, without an ExternalId", users)
 	}
 }
 

@@ -1,8 +1,8 @@
 // Package graphcsv is the CSV form of a follower graph, as the import and
 // export subcommands read and write it. Version 2, which export writes, is
 // a folder (see docs/moving-a-graph.md): manifest.csv (Version,LastUserId,
-// Users,Blocks,Follows), users.csv (Id,Name,SecurityStamp,DeactivatedAt),
-// blocks.csv (BlockerId,BlockedId,CreatedAt) and follows.csv (FollowerId,
+// Users,Blocks,Follows), users.csv (Id,Name,SecurityStamp,DeactivatedAt,
+// ExternalId), blocks.csv (BlockerId,BlockedId,CreatedAt) and follows.csv (FollowerId,
 // FolloweeId,CreatedAt,Muted,NotificationsEnabled). Version 1, which
 // earlier exports wrote, is users.csv (Id,Name,SecurityStamp; Id,Name is
 // read too), follows.csv (FollowerId,FolloweeId,CreatedAt) and the
@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"follows/auth"
 	"follows/db"
 )
 
@@ -36,7 +37,7 @@ const TimeLayout = time.DateTime + ".0000000"
 // files written before stamps were and hand-made ones are: its users get
 // new stamps), follows.csv without settings (each gets the defaults).
 var (
-	usersHeader         = []string{"Id", "Name", "SecurityStamp", "DeactivatedAt"}
+	usersHeader         = []string{"Id", "Name", "SecurityStamp", "DeactivatedAt", "ExternalId"}
 	usersHeaderV1       = []string{"Id", "Name", "SecurityStamp"}
 	usersHeaderNoStamps = []string{"Id", "Name"}
 	followsHeader       = []string{"FollowerId", "FolloweeId", "CreatedAt", "Muted", "NotificationsEnabled"}
@@ -48,7 +49,8 @@ var (
 // ReadUsers yields the users of users.csv, read from r and called name in
 // errors, or a *db.RowError for each row that is not right. An empty
 // SecurityStamp, or none, leaves the store to make one; an empty
-// DeactivatedAt, or none, is an active account.
+// DeactivatedAt, or none, is an active account; an empty ExternalId, or
+// none, is an account no OpenID Connect provider signs in.
 func ReadUsers(name string, r io.Reader) iter.Seq2[db.UserRow, error] {
 	return read(name, r, [][]string{usersHeader, usersHeaderV1, usersHeaderNoStamps}, func(pos db.Pos, rec []string) (db.UserRow, string) {
 		id, err := strconv.ParseInt(rec[0], 10, 64)
@@ -71,6 +73,12 @@ func ReadUsers(name string, r io.Reader) iter.Seq2[db.UserRow, error] {
 				return db.UserRow{}, fmt.Sprintf("DeactivatedAt %q is not empty nor YYYY-MM-DD HH:MM:SS[.fffffff]", rec[3])
 			}
 			u.DeactivatedAt = at
+		}
+		if len(rec) > 4 && rec[4] != "" {
+			if !auth.ValidSubject(rec[4]) {
+				return db.UserRow{}, fmt.Sprintf("ExternalId %q is not a subject (%s)", truncate(rec[4], 70), auth.SubjectRule)
+			}
+			u.ExternalID = rec[4]
 		}
 		return u, ""
 	})
@@ -208,15 +216,15 @@ func trimAll(rec []string) []string {
 }
 
 // WriteUsers writes users.csv, as ReadUsers reads it, to w: the header,
-// then a user a line, an active one's DeactivatedAt empty. It returns how
-// many users it wrote.
+// then a user a line, an active one's DeactivatedAt empty, as is the
+// ExternalId of one without. It returns how many users it wrote.
 func WriteUsers(w io.Writer, users iter.Seq2[db.UserRow, error]) (int, error) {
 	return write(w, usersHeader, users, func(u db.UserRow) []string {
 		deactivated := ""
 		if !u.DeactivatedAt.IsZero() {
 			deactivated = formatTime(u.DeactivatedAt)
 		}
-		return []string{strconv.FormatInt(u.ID, 10), u.Name, u.SecurityStamp, deactivated}
+		return []string{strconv.FormatInt(u.ID, 10), u.Name, u.SecurityStamp, deactivated, u.ExternalID}
 	})
 }
 

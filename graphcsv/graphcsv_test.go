@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"follows/auth"
 	"follows/db"
 )
 
@@ -32,7 +33,7 @@ func TestRoundTrip(t *testing.T) {
 	// default settings.
 	users := "id , NAME, securitystamp\n1, alice, 0123abcd\n20,Bob.B-b_,\n"
 	follows := "FollowerId,FolloweeId,CreatedAt\n1,20,2026-01-02 03:04:05.123456789\n20,1, 2026-01-02 03:04:05\n"
-	wantUsers := "Id,Name,SecurityStamp,DeactivatedAt\n1,alice,0123abcd,\n20,Bob.B-b_,,\n"
+	wantUsers := "Id,Name,SecurityStamp,DeactivatedAt,ExternalId\n1,alice,0123abcd,,\n20,Bob.B-b_,,,\n"
 	wantFollows := "FollowerId,FolloweeId,CreatedAt,Muted,NotificationsEnabled\n1,20,2026-01-02 03:04:05.1234567,0,1\n20,1,2026-01-02 03:04:05.0000000,0,1\n"
 	for range 2 {
 		var ub, fb bytes.Buffer
@@ -115,7 +116,7 @@ func TestReadPointsAtBadRows(t *testing.T) {
 	}
 	var re *db.RowError
 	for _, err := range ReadUsers("users.csv", strings.NewReader("")) {
-		if !errors.As(err, &re) || re.Pos.Line != 1 || !strings.Contains(err.Error(), "Id,Name,SecurityStamp,DeactivatedAt or Id,Name,SecurityStamp or Id,Name") {
+		if !errors.As(err, &re) || re.Pos.Line != 1 || !strings.Contains(err.Error(), "Id,Name,SecurityStamp,DeactivatedAt,ExternalId or Id,Name,SecurityStamp or Id,Name") {
 			t.Errorf("an empty file: %v, want a row error at line 1 naming both headers", err)
 		}
 	}
@@ -176,10 +177,10 @@ func TestWriteStopsAtAnError(t *testing.T) {
 	}
 }
 
-// Version 2 carries deactivations, follow settings and blocks, and reads
-// back what it wrote; bad values are named.
+// Version 2 carries deactivations, provider subjects, follow settings and
+// blocks, and reads back what it wrote; bad values are named.
 func TestVersion2Rows(t *testing.T) {
-	users := "Id,Name,SecurityStamp,DeactivatedAt\n1,a,s1,\n2,b,s2,2026-01-02 03:04:05.1234567\n"
+	users := "Id,Name,SecurityStamp,DeactivatedAt,ExternalId\n1,a,s1,,\"auth0|a,\"\"b\"\"\"\n2,b,s2,2026-01-02 03:04:05.1234567,\n"
 	follows := "FollowerId,FolloweeId,CreatedAt,Muted,NotificationsEnabled\n1,2,2026-01-01 00:00:00.0000000,1,0\n2,1,2026-01-01 00:00:00.0000000,0,1\n"
 	blocks := "BlockerId,BlockedId,CreatedAt\n1,3,2026-01-05 00:00:00.0000000\n"
 	var ub, fb, bb bytes.Buffer
@@ -192,13 +193,24 @@ func TestVersion2Rows(t *testing.T) {
 	us, _ := collect(ReadUsers("u", strings.NewReader(users)))
 	fs, _ := collect(ReadFollows("f", strings.NewReader(follows)))
 	if !us[0].DeactivatedAt.IsZero() || !us[1].DeactivatedAt.Equal(time.Date(2026, 1, 2, 3, 4, 5, 123456700, time.UTC)) ||
+		us[0].ExternalID != `auth0|a,"b"` || us[1].ExternalID != "" ||
 		!fs[0].Muted || !fs[0].NotificationsOff || fs[1].Muted || fs[1].NotificationsOff {
 		t.Errorf("read %+v %+v", us, fs)
 	}
-	_, errs := collect(ReadUsers("u", strings.NewReader("Id,Name,SecurityStamp,DeactivatedAt\n1,a,s,never\n")))
+	// A subject is the provider's rule's: up to 255 characters.
+	longest, tooLong := strings.Repeat("s", auth.MaxSubject), strings.Repeat("s", auth.MaxSubject+1)
+	us, errs := collect(ReadUsers("u", strings.NewReader("Id,Name,SecurityStamp,DeactivatedAt,ExternalId\n1,a,s,never,\n2,b,,,"+tooLong+"\n3,c,,,"+longest+"\n")))
+	if len(us) != 1 || us[0].ExternalID != longest {
+		t.Errorf("read %+v; want c, with the longest subject", us)
+	}
 	_, ferrs := collect(ReadFollows("f", strings.NewReader("FollowerId,FolloweeId,CreatedAt,Muted,NotificationsEnabled\n1,2,2026-01-01 00:00:00,maybe,1\n")))
 	_, berrs := collect(ReadBlocks("b", strings.NewReader("BlockerId,BlockedId,CreatedAt\n1,x,2026-01-01 00:00:00\n")))
-	want := []string{`u line 2: DeactivatedAt "never" is not empty nor YYYY-MM-DD HH:MM:SS[.fffffff]`, `f line 2: Muted "maybe" is not 0 or 1`, `b line 2: BlockedId "x" is not a positive whole number`}
+	want := []string{
+		`u line 2: DeactivatedAt "never" is not empty nor YYYY-MM-DD HH:MM:SS[.fffffff]`,
+		`u line 3: ExternalId "` + tooLong[:70] + `..." is not a subject (` + auth.SubjectRule + `)`,
+		`f line 2: Muted "maybe" is not 0 or 1`,
+		`b line 2: BlockedId "x" is not a positive whole number`,
+	}
 	if got := append(append(errs, ferrs...), berrs...); !slices.Equal(got, want) {
 		t.Errorf("errors %q, want %q", got, want)
 	}
