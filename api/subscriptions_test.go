@@ -1,0 +1,202 @@
+package api_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"follows/api"
+	"follows/api/apitest"
+	"follows/db"
+	"follows/graph/model"
+)
+
+// script runs the mutations of the follow events tests over HTTP.
+type script struct {
+	t *testing.T
+	s *apitest.Server
+}
+
+func (sc script) do(who apitest.Account, query string, whom apitest.Account, extra map[string]any) {
+	sc.t.Helper()
+	vars := map[string]any{"id": whom.ID}
+	for k, v := range extra {
+		vars[k] = v
+	}
+	if r := sc.s.Do(who.Token, query, vars); len(r.Errors) > 0 {
+		sc.t.Fatalf("%s: %+v", query, r.Errors)
+	}
+}
+
+func (sc script) follow(a, b apitest.Account) {
+	sc.t.Helper()
+	sc.do(a, `mutation($id: ID!) { follow(input: {userId: $id}) { alreadyFollowing } }`, b, nil)
+}
+
+func (sc script) unfollow(a, b apitest.Account) {
+	sc.t.Helper()
+	sc.do(a, `mutation($id: ID!) { unfollow(input: {userId: $id}) { wasFollowing } }`, b, nil)
+}
+
+func (sc script) update(a, b apitest.Account, muted, notifications *bool) {
+	sc.t.Helper()
+	sc.do(a, `mutation($id: ID!, $m: Boolean, $n: Boolean) {
+  updateFollow(input: {userId: $id, muted: $m, notificationsEnabled: $n}) { alreadyFollowing } }`, b,
+		map[string]any{"m": muted, "n": notifications})
+}
+
+func (sc script) block(a, b apitest.Account) {
+	sc.t.Helper()
+	sc.do(a, `mutation($id: ID!) { block(input: {userId: $id}) { alreadyBlocked } }`, b, nil)
+}
+
+func (sc script) deactivate(a apitest.Account, off bool) {
+	sc.t.Helper()
+	q := `mutation { reactivateAccount { user { id } } }`
+	if off {
+		q = `mutation { deactivateAccount { user { id } } }`
+	}
+	if r := sc.s.Do(a.Token, q, nil); len(r.Errors) > 0 {
+		sc.t.Fatalf("%s: %+v", q, r.Errors)
+	}
+}
+
+// nowCursor is a cursor of the newest event in the server's outbox, to
+// subscribe from without racing the subscription's start.
+func nowCursor(t *testing.T, s *apitest.Server) string {
+	t.Helper()
+	id, err := s.Store.LastEventID(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id == 0 {
+		return ""
+	}
+	return model.EncodeCursor(model.ListFollowEvents, db.Cursor{At: time.Unix(0, 0), ID: id})
+}
+
+func received(ws *apitest.Socket, n int) []apitest.FollowEvent {
+	var evs []apitest.FollowEvent
+	for range n {
+		evs = append(evs, ws.Next())
+	}
+	return evs
+}
+
+func names(evs []apitest.FollowEvent) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.String())
+	}
+	return out
+}
+
+// A scripted sequence of follows, unfollows, mutes, notification settings
+// and blocks reaches a websocket subscriber in order by the delivery
+// rules; resuming with a cursor gets every later event exactly once, by
+// the rules as they stand then (a block, a deactivation).
+func TestFollowEventsOverWebsocket(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, d apitest.Database) {
+		s := d.Start(t)
+		sc := script{t, s}
+		u := map[string]apitest.Account{}
+		for _, n := range []string{"ann", "bob", "cat", "dan", "eve"} {
+			u[n] = s.CreateUser(n)
+		}
+		ann, bob, cat, dan, eve := u["ann"], u["bob"], u["cat"], u["dan"], u["eve"]
+		yes, no := true, false
+		sc.follow(ann, bob) // ann's own actions are not echoed to her
+		sc.follow(ann, cat)
+		sc.update(ann, cat, &yes, nil)
+		sc.follow(ann, dan)
+		sc.update(ann, dan, nil, &no)
+
+		ws := s.Subscriber(ann.Token)
+		ws.Subscribe("1", nowCursor(t, s))
+		sc.follow(bob, eve)   // ann follows bob, notifications on: heard
+		sc.follow(cat, eve)   // muted: not heard
+		sc.follow(dan, eve)   // notifications off: not heard
+		sc.unfollow(bob, eve) // followers hear FOLLOWED only
+		sc.follow(eve, ann)
+		sc.unfollow(eve, ann)
+		sc.follow(eve, ann)
+		// The rules apply when an event is delivered: these are received
+		// before the block, which would withhold them.
+		got := received(ws, 4)
+		sc.block(ann, eve)  // removes eve->ann: not announced
+		sc.follow(bob, eve) // involves eve, whom ann blocks: not heard
+		sc.follow(cat, ann)
+		sc.follow(bob, ann)
+		got = append(got, received(ws, 2)...)
+		want := []string{"FOLLOWED bob->eve", "FOLLOWED eve->ann", "UNFOLLOWED eve->ann", "FOLLOWED eve->ann",
+			"FOLLOWED cat->ann", "FOLLOWED bob->ann"}
+		if !slices.Equal(names(got), want) {
+			t.Fatalf("ann heard %q, want %q", names(got), want)
+		}
+
+		// Resume after the second event: eve is blocked now, so only
+		// cat's and bob's follows remain, each once, then the stream goes
+		// on live.
+		resume := func(after string, n int) []string {
+			t.Helper()
+			ws := s.Subscriber(ann.Token)
+			defer ws.Close()
+			ws.Subscribe("r", after)
+			sc.follow(dan, ann) // a live event after the replay
+			sc.unfollow(dan, ann)
+			return names(received(ws, n))
+		}
+		got2 := resume(got[1].Cursor, 3)
+		want = []string{"FOLLOWED cat->ann", "FOLLOWED bob->ann", "FOLLOWED dan->ann"}
+		if !slices.Equal(got2, want) {
+			t.Errorf("resumed after %s, ann heard %q, want %q", got[1], got2, want)
+		}
+		// A deactivated account's events are withheld, on resume too.
+		sc.deactivate(cat, true)
+		got2 = resume(got[4].Cursor, 3)
+		want = []string{"FOLLOWED bob->ann", "FOLLOWED dan->ann", "UNFOLLOWED dan->ann"}
+		if !slices.Equal(got2, want) {
+			t.Errorf("with cat deactivated, ann heard %q, want %q", got2, want)
+		}
+	})
+}
+
+// A subscription without a valid token is refused at connection_init
+// (4403); a connection that does not sign in within the authentication
+// timeout is closed with 4408; a connection runs at most
+// MaxSubscriptions; and a subscription over server-sent events works as
+// over the websocket.
+func TestFollowEventsRefusals(t *testing.T) {
+	s := apitest.Start(t, func(c *api.Config) {
+		c.Streams.AuthTimeout = 200 * time.Millisecond
+		c.Streams.MaxSubscriptions = 1
+	})
+	ann := s.CreateUser("ann")
+
+	ws, err := apitest.DialSocket(t.Context(), t, apitest.WebsocketURL(s.URL), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err = ws.Init(map[string]any{}); apitest.CloseStatus(err) != api.CloseForbidden {
+		t.Errorf("anonymous connection_init: %v, want close %d", err, api.CloseForbidden)
+	}
+
+	ws, err = apitest.DialSocket(t.Context(), t, apitest.WebsocketURL(s.URL), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = ws.Read(); apitest.CloseStatus(err) != api.CloseInitTimeout {
+		t.Errorf("no connection_init: %v, want close %d", err, api.CloseInitTimeout)
+	}
+
+	ws = s.Subscriber(ann.Token)
+	ws.Subscribe("1", "")
+	ws.Subscribe("2", "")
+	// Either may be the one refused: the transport starts each in a
+	// goroutine of its own.
+	m, err := ws.Read()
+	if err != nil || m.Type != "next" || !strings.Contains(string(m.Payload), api.CodeSubscriptionLimit) {
+		t.Errorf("second subscription: %+v %s, %v; want %s", m, m.Payload, err, api.CodeSubscriptionLimit)
+	}
+}
