@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"follows/api"
+	"follows/db"
 )
 
 // config is everything the server can be told, from flags or environment.
@@ -48,6 +49,12 @@ type config struct {
 	maxConns                                              int
 	rateSignup, rateMutations, clientIPHeader             string
 	signupRate, mutationRate                              api.Rate
+
+	// Live follow events: how the outbox is watched and kept
+	// (db.EventsConfig), and the limits of subscription streams
+	// (api.StreamConfig).
+	events  db.EventsConfig
+	streams api.StreamConfig
 }
 
 // defaultConfig is the configuration before flags and environment; the
@@ -81,6 +88,8 @@ func defaultConfig() config {
 		maxConns:       srv.MaxConns,
 		rateSignup:     h.SignupRate.String(),
 		rateMutations:  h.MutationRate.String(),
+		events:         db.DefaultEventsConfig(),
+		streams:        h.Streams,
 	}
 }
 
@@ -238,6 +247,12 @@ func newServerFlags(stderr io.Writer, getenv func(string) string) (*config, *fla
 	fs.StringVar(&c.rateSignup, "rate-signup", c.rateSignup, "sign-ups (createUser) one client address may make: N/PERIOD, N at once then N per PERIOD (s, m, h or a duration), or off; more is 429 RATE_LIMITED")
 	fs.StringVar(&c.rateMutations, "rate-mutations", c.rateMutations, "mutation fields one client address may run: N/PERIOD as for -rate-signup, or off")
 	fs.StringVar(&c.clientIPHeader, "client-ip-header", c.clientIPHeader, "`header` (X-Forwarded-For, X-Real-IP) whose last address is the client for the rate limits; set it only behind a proxy that sets it")
+	fs.DurationVar(&c.events.Retention, "events-retention", c.events.Retention, "how long follow events are kept for subscribers resuming with a cursor")
+	fs.DurationVar(&c.events.Poll, "events-poll", c.events.Poll, "how often the event outbox is checked for other instances' events (SQLite, SQL Server; PostgreSQL's NOTIFY wakes at once)")
+	fs.IntVar(&c.streams.MaxSubscriptions, "max-subscriptions", c.streams.MaxSubscriptions, "most subscriptions one websocket may run at once; more is SUBSCRIPTION_LIMIT")
+	fs.DurationVar(&c.streams.AuthTimeout, "subscription-auth-timeout", c.streams.AuthTimeout, "how long a websocket may take to send connection_init before it is closed with 4408")
+	fs.DurationVar(&c.streams.KeepAlive, "subscription-keepalive", c.streams.KeepAlive, "how often an idle subscription stream is pinged; a websocket that misses two pongs is closed")
+	fs.IntVar(&c.streams.SendQueue, "subscription-queue", c.streams.SendQueue, "messages that may wait for a slow subscriber before it is closed with 1013 (resume with the last cursor)")
 	return c, fs
 }
 
@@ -253,6 +268,10 @@ func (c *config) check() error {
 	}
 	if c.writeTimeout > 0 && c.writeTimeout <= c.requestTimeout {
 		return fmt.Errorf("-write-timeout %v is not above -request-timeout %v: answers that take long would be cut off unsent", c.writeTimeout, c.requestTimeout)
+	}
+	if c.events.Retention <= 0 || c.events.Poll <= 0 || c.streams.MaxSubscriptions < 0 || c.streams.AuthTimeout <= 0 ||
+		c.streams.KeepAlive <= 0 || c.streams.SendQueue <= 0 {
+		return errors.New("-events-retention, -events-poll, -subscription-auth-timeout, -subscription-keepalive and -subscription-queue must be positive, -max-subscriptions not negative")
 	}
 	if c.maxConns < 0 || c.readTimeout < 0 || c.writeTimeout < 0 || c.idleTimeout < 0 || c.shutdownGrace < 0 {
 		return errors.New("-max-conns and the timeouts cannot be negative")

@@ -149,7 +149,7 @@ func (ws *Socket) Next() FollowEvent {
 		ws.t.Fatalf("got %s %s, want next", m.Type, m.Payload)
 	}
 	var r struct {
-		Data struct{ FollowEvents FollowEvent }
+		Data   struct{ FollowEvents FollowEvent }
 		Errors []Error
 	}
 	if err := json.Unmarshal(m.Payload, &r); err != nil || len(r.Errors) > 0 {
