@@ -1,6 +1,11 @@
 package api_test
 
 import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -199,4 +204,82 @@ func TestFollowEventsRefusals(t *testing.T) {
 	if err != nil || m.Type != "next" || !strings.Contains(string(m.Payload), api.CodeSubscriptionLimit) {
 		t.Errorf("second subscription: %+v %s, %v; want %s", m, m.Payload, err, api.CodeSubscriptionLimit)
 	}
+}
+
+// sseEvents posts a followEvents subscription as graphql-sse's distinct
+// connections mode does and returns the data of its "next" events, read
+// as they come.
+func sseEvents(t *testing.T, s *apitest.Server, token, after string) (<-chan string, func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	vars := map[string]any{"after": nil}
+	if after != "" {
+		vars["after"] = after
+	}
+	req, _ := http.NewRequestWithContext(ctx, "POST", s.URL+"/graphql", bytes.NewReader(apitest.Body(apitest.FollowEventsSubscription, vars)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	out := make(chan string)
+	go func() {
+		defer close(out)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		event := ""
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				event = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: ") && event == "next":
+				select {
+				case out <- strings.TrimPrefix(line, "data: "):
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return out, cancel
+}
+
+// Server-sent events carry the same stream as the websocket, and refuse
+// an anonymous subscription.
+func TestFollowEventsOverSSE(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, d apitest.Database) {
+		s := d.Start(t)
+		sc := script{t, s}
+		ann, bob := s.CreateUser("ann"), s.CreateUser("bob")
+		sc.follow(ann, bob)
+		events, stop := sseEvents(t, s, ann.Token, nowCursor(t, s))
+		defer stop()
+		sc.follow(bob, ann)
+		sc.unfollow(bob, ann)
+		for _, want := range []string{"FOLLOWED bob->ann", "UNFOLLOWED bob->ann"} {
+			var r struct {
+				Data struct{ FollowEvents apitest.FollowEvent }
+			}
+			if err := json.Unmarshal([]byte(<-events), &r); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.Data.FollowEvents.String(); got != want {
+				t.Errorf("got %s, want %s", got, want)
+			}
+		}
+
+		anon, stopAnon := sseEvents(t, s, "", "")
+		defer stopAnon()
+		if got := <-anon; !strings.Contains(got, "UNAUTHENTICATED") {
+			t.Errorf("anonymous subscription: %s", got)
+		}
+	})
 }
