@@ -3,6 +3,7 @@
 //
 //	go run ./bench gen -size large -out DIR    write users.csv and follows.csv
 //	go run ./bench load -size large            import, serve, load, print a table
+//	go run ./bench events                      follow-to-event latency, idle subscribers' memory
 package main
 
 import (
@@ -12,7 +13,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: bench gen|load [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench gen|load|events [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -21,6 +22,8 @@ func main() {
 		err = runGen(os.Args[2:], os.Stdout)
 	case "load":
 		err = runLoad(os.Args[2:], os.Stdout)
+	case "events":
+		err = runEvents(os.Args[2:], os.Stdout)
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}

@@ -81,6 +81,17 @@ AND NOT EXISTS (SELECT 1 FROM Blocks AS k
        OR (k.BlockedId = v.Id AND k.BlockerId IN (e.FollowerId, e.FolloweeId)))
 ORDER BY e.Id`
 
+// eventRecipients is who may hear of the events in an Id range (the
+// parameters): each followee, and the followers of each FOLLOWED event's
+// actor with notifications on and not muted. A subscriber not among them
+// moves past the range without reading it (see FollowEvents), so that an
+// event costs one statement per process rather than one per subscriber;
+// eventsFor applies the rest of the rules.
+const eventRecipients = `SELECT e.FolloweeId FROM FollowEvents AS e WHERE e.Id > ? AND e.Id <= ?
+UNION
+SELECT f.FollowerId FROM FollowEvents AS e JOIN Follows AS f ON f.FolloweeId = e.FollowerId
+WHERE e.Id > ? AND e.Id <= ? AND e.Kind = ? AND f.NotificationsEnabled = ? AND f.Muted = ?`
+
 // usersAs is userColumns for the Users row aliased alias.
 func usersAs(alias string) string {
 	return strings.ReplaceAll(userColumns, "u.", alias+".")
@@ -144,7 +155,23 @@ type feed struct {
 	start   sync.Once
 	stop    context.CancelFunc
 	done    chan struct{}
+	// recipients holds who may hear of the events of the ranges read
+	// lately, each read once however many subscribers ask; order is
+	// their keys, oldest first.
+	recipients map[[2]int64]*recipients
+	order      [][2]int64
 }
+
+// recipients is eventRecipients of one range, read once.
+type recipients struct {
+	once    sync.Once
+	viewers map[int64]bool
+	err     error
+}
+
+// keptRanges is how many ranges' recipients the feed remembers: enough
+// for the subscribers of a process to be at a few different places.
+const keptRanges = 64
 
 // wait returns a channel closed when last next moves.
 func (f *feed) wait() <-chan struct{} {
@@ -205,6 +232,12 @@ func (s *Store) FollowEvents(ctx context.Context, viewer int64, after *int64, se
 		changed := s.feed.wait()
 		for last := s.feed.last.Load(); cur < last; {
 			upto := min(last, cur+eventRange)
+			if hears, err := s.mayHear(ctx, viewer, cur, upto); err != nil {
+				return err
+			} else if !hears {
+				cur = upto
+				continue
+			}
 			evs, err := s.eventsFor(ctx, viewer, cur, upto)
 			if err != nil {
 				return err
@@ -222,6 +255,57 @@ func (s *Store) FollowEvents(ctx context.Context, viewer int64, after *int64, se
 		case <-changed:
 		}
 	}
+}
+
+// mayHear reports whether viewer is among the recipients of the events
+// with Ids in (after, upto].
+func (s *Store) mayHear(ctx context.Context, viewer, after, upto int64) (bool, error) {
+	key := [2]int64{after, upto}
+	s.feed.mu.Lock()
+	r := s.feed.recipients[key]
+	if r == nil {
+		if s.feed.recipients == nil {
+			s.feed.recipients = map[[2]int64]*recipients{}
+		}
+		r = &recipients{}
+		s.feed.recipients[key] = r
+		s.feed.order = append(s.feed.order, key)
+		if len(s.feed.order) > keptRanges {
+			delete(s.feed.recipients, s.feed.order[0])
+			s.feed.order = s.feed.order[1:]
+		}
+	}
+	s.feed.mu.Unlock()
+	r.once.Do(func() {
+		// Not the subscriber's context: others wait for this read.
+		ctx := context.WithoutCancel(ctx)
+		rs, err := s.read().query(ctx, eventRecipients, after, upto, after, upto, int64(EventFollowed), true, false)
+		if err != nil {
+			r.err = fmt.Errorf("read event recipients: %w", err)
+			return
+		}
+		defer rs.Close()
+		r.viewers = map[int64]bool{}
+		for rs.Next() {
+			var id int64
+			if err := rs.Scan(&id); err != nil {
+				r.err = err
+				return
+			}
+			r.viewers[id] = true
+		}
+		r.err = rs.Err()
+	})
+	if r.err != nil {
+		// Read again next time rather than fail every subscriber.
+		s.feed.mu.Lock()
+		if s.feed.recipients[key] == r {
+			delete(s.feed.recipients, key)
+		}
+		s.feed.mu.Unlock()
+		return false, r.err
+	}
+	return r.viewers[viewer], nil
 }
 
 func (s *Store) eventsFor(ctx context.Context, viewer, after, upto int64) ([]Event, error) {
