@@ -111,7 +111,9 @@ func TestFollowEventsSurviveSIGKILL(t *testing.T) {
 			if m.Type != "next" {
 				t.Fatalf("got %s %s", m.Type, m.Payload)
 			}
-			var r struct{ Data struct{ FollowEvents apitest.FollowEvent } }
+			var r struct {
+				Data struct{ FollowEvents apitest.FollowEvent }
+			}
 			if err := json.Unmarshal(m.Payload, &r); err != nil {
 				t.Fatal(err)
 			}
