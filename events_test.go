@@ -10,7 +10,6 @@ import (
 
 	"follows/api/apitest"
 	"follows/db"
-	"follows/graph/model"
 )
 
 // A subscriber's server is killed with SIGKILL while events stream; the
@@ -71,7 +70,7 @@ func TestFollowEventsSurviveSIGKILL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cursor := model.EncodeCursor(model.ListFollowEvents, db.Cursor{At: time.Unix(0, 0), ID: first})
+		cursor := apitest.CursorAfter(first)
 
 		writing := make(chan struct{})
 		go func() {

@@ -264,9 +264,12 @@ func (s sockets) Accept(w http.ResponseWriter, r *http.Request, opts transport.W
 		return nil, err
 	}
 	sc := &socket{conn: conn, out: make(chan frame, s.cfg.SendQueue), writeTimeout: s.cfg.WriteTimeout}
+	// Set under the lock that the timer's own close takes.
+	sc.mu.Lock()
 	sc.auth = time.AfterFunc(s.cfg.AuthTimeout, func() {
 		sc.WriteClose(CloseInitTimeout, "Connection initialisation timeout")
 	})
+	sc.mu.Unlock()
 	go sc.write()
 	return sc, nil
 }

@@ -13,8 +13,6 @@ import (
 
 	"follows/api"
 	"follows/api/apitest"
-	"follows/db"
-	"follows/graph/model"
 )
 
 // script runs the mutations of the follow events tests over HTTP.
@@ -67,20 +65,6 @@ func (sc script) deactivate(a apitest.Account, off bool) {
 	}
 }
 
-// nowCursor is a cursor of the newest event in the server's outbox, to
-// subscribe from without racing the subscription's start.
-func nowCursor(t *testing.T, s *apitest.Server) string {
-	t.Helper()
-	id, err := s.Store.LastEventID(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if id == 0 {
-		return ""
-	}
-	return model.EncodeCursor(model.ListFollowEvents, db.Cursor{At: time.Unix(0, 0), ID: id})
-}
-
 func received(ws *apitest.Socket, n int) []apitest.FollowEvent {
 	var evs []apitest.FollowEvent
 	for range n {
@@ -118,7 +102,7 @@ func TestFollowEventsOverWebsocket(t *testing.T) {
 		sc.update(ann, dan, nil, &no)
 
 		ws := s.Subscriber(ann.Token)
-		ws.Subscribe("1", nowCursor(t, s))
+		ws.Subscribe("1", s.EventCursor())
 		sc.follow(bob, eve)   // ann follows bob, notifications on: heard
 		sc.follow(cat, eve)   // muted: not heard
 		sc.follow(dan, eve)   // notifications off: not heard
@@ -260,7 +244,7 @@ func TestFollowEventsOverSSE(t *testing.T) {
 		sc := script{t, s}
 		ann, bob := s.CreateUser("ann"), s.CreateUser("bob")
 		sc.follow(ann, bob)
-		events, stop := sseEvents(t, s, ann.Token, nowCursor(t, s))
+		events, stop := sseEvents(t, s, ann.Token, s.EventCursor())
 		defer stop()
 		sc.follow(bob, ann)
 		sc.unfollow(bob, ann)

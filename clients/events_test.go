@@ -6,11 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"follows/api/apitest"
-	"follows/db"
-	"follows/graph/model"
 )
 
 // The graphql-ws client (npm) receives the follow events of a scripted
@@ -49,11 +46,7 @@ func TestGraphQLWSClientFollowEvents(t *testing.T) {
 
 	// The stream starts after the newest event now, so that none of the
 	// script below is lost to the client's start.
-	last, err := s.Store.LastEventID(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	after := model.EncodeCursor(model.ListFollowEvents, db.Cursor{At: time.Unix(0, 0), ID: last})
+	after := s.EventCursor()
 	cmd := exec.CommandContext(t.Context(), "node", "events.mjs", apitest.WebsocketURL(s.URL), u["ann"].Token, after, "4")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

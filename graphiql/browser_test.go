@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"follows/api/apitest"
-	"follows/db"
-	"follows/graph/model"
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -140,11 +138,7 @@ func TestGraphiQLRunsSubscriptions(t *testing.T) {
 	s := apitest.Start(t)
 	ann, bob, cat := s.CreateUser("ann"), s.CreateUser("bob"), s.CreateUser("cat")
 	s.Follow(cat, ann)
-	last, err := s.Store.LastEventID(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	after := model.EncodeCursor(model.ListFollowEvents, db.Cursor{At: time.Unix(0, 0), ID: last})
+	after := s.EventCursor()
 	ctx := browser(t, exe)
 	start := fmt.Sprintf(`(() => {
 		const events = fetcher(
@@ -157,7 +151,7 @@ func TestGraphiQLRunsSubscriptions(t *testing.T) {
 	})()`, apitest.FollowEventsSubscription, after, ann.Token)
 	var started bool
 	var first string
-	err = chromedp.Run(ctx,
+	err := chromedp.Run(ctx,
 		chromedp.Navigate(s.URL+"/"),
 		chromedp.WaitVisible(".graphiql-execute-button", chromedp.ByQuery),
 		chromedp.Evaluate(start, &started),

@@ -7,6 +7,10 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"follows/db"
+	"follows/graph/model"
 
 	coderws "github.com/coder/websocket"
 )
@@ -28,6 +32,27 @@ type FollowEvent struct {
 // String is "KIND follower->followee".
 func (e FollowEvent) String() string {
 	return e.Kind + " " + e.Follower.Name + "->" + e.Followee.Name
+}
+
+// CursorAfter is the followEvents cursor of the event with outbox Id id:
+// a subscription with it gets the events after that one.
+func CursorAfter(id int64) string {
+	return model.EncodeCursor(model.ListFollowEvents, db.Cursor{At: time.Unix(0, 0), ID: id})
+}
+
+// EventCursor is the cursor of the newest event in the server's outbox,
+// so that a subscription from it does not race the events a test makes
+// after; "" (from now) when there is none.
+func (s *Server) EventCursor() string {
+	s.t.Helper()
+	id, err := s.Store.LastEventID(context.Background())
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if id == 0 {
+		return ""
+	}
+	return CursorAfter(id)
 }
 
 // Socket is a graphql-transport-ws client: a websocket to /graphql.
