@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	cloud.google.com/go v0.123.0
 	github.com/99designs/gqlgen v0.17.98
+	github.com/chromedp/cdproto v0.0.0-20250403032234-65de8f5d025b
 	github.com/chromedp/chromedp v0.13.6
 	github.com/coder/websocket v1.8.15
 	github.com/hashicorp/golang-lru/v2 v2.0.7
@@ -23,7 +24,6 @@ require (
 	github.com/agnivade/levenshtein v1.2.2 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/chromedp/cdproto v0.0.0-20250403032234-65de8f5d025b // indirect
 	github.com/chromedp/sysutil v1.1.0 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
