@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"follows/api"
+	"follows/db"
 )
 
 // config is everything the server can be told, from flags or environment.
@@ -53,6 +54,11 @@ type config struct {
 	oidcIssuer, oidcAudience, oidcJWKS string
 	oidcUserClaim, oidcNameClaim       string
 	oidcProvision                      bool
+	// Live follow events: how the outbox is watched and kept
+	// (db.EventsConfig), and the limits of subscription streams
+	// (api.StreamConfig).
+	events  db.EventsConfig
+	streams api.StreamConfig
 }
 
 // defaultConfig is the configuration before flags and environment; the
@@ -88,6 +94,8 @@ func defaultConfig() config {
 		rateMutations:  h.MutationRate.String(),
 		oidcUserClaim:  "sub",
 		oidcNameClaim:  "preferred_username",
+		events:         db.DefaultEventsConfig(),
+		streams:        h.Streams,
 	}
 }
 
@@ -245,6 +253,12 @@ func newServerFlags(stderr io.Writer, getenv func(string) string) (*config, *fla
 	fs.StringVar(&c.oidcUserClaim, "oidc-user-claim", c.oidcUserClaim, "`claim` of a provider token naming its account, kept as the account's ExternalId")
 	fs.StringVar(&c.oidcNameClaim, "oidc-name-claim", c.oidcNameClaim, "`claim` a provisioned account's name comes from (made a valid, unique name); the subject when a token lacks it")
 	fs.BoolVar(&c.oidcProvision, "oidc-provision", c.oidcProvision, "make an account for a provider's user on first sign-in; without it, a subject with no account is refused (UNAUTHENTICATED)")
+	fs.DurationVar(&c.events.Retention, "events-retention", c.events.Retention, "how long follow events are kept for subscribers resuming with a cursor")
+	fs.DurationVar(&c.events.Poll, "events-poll", c.events.Poll, "how often the event outbox is checked for other instances' events (SQLite, SQL Server; PostgreSQL's NOTIFY wakes at once)")
+	fs.IntVar(&c.streams.MaxSubscriptions, "max-subscriptions", c.streams.MaxSubscriptions, "most subscriptions one websocket may run at once; more is SUBSCRIPTION_LIMIT")
+	fs.DurationVar(&c.streams.AuthTimeout, "subscription-auth-timeout", c.streams.AuthTimeout, "how long a websocket may take to send connection_init before it is closed with 4408")
+	fs.DurationVar(&c.streams.KeepAlive, "subscription-keepalive", c.streams.KeepAlive, "how often an idle subscription stream is pinged; a websocket that misses two pongs is closed")
+	fs.IntVar(&c.streams.SendQueue, "subscription-queue", c.streams.SendQueue, "messages that may wait for a slow subscriber before it is closed with 1013 (resume with the last cursor)")
 	return c, fs
 }
 
@@ -266,6 +280,10 @@ func (c *config) check() error {
 	}
 	if c.oidcUserClaim == "" || c.oidcNameClaim == "" {
 		return errors.New("-oidc-user-claim and -oidc-name-claim cannot be empty")
+	}
+	if c.events.Retention <= 0 || c.events.Poll <= 0 || c.streams.MaxSubscriptions < 0 || c.streams.AuthTimeout <= 0 ||
+		c.streams.KeepAlive <= 0 || c.streams.SendQueue <= 0 {
+		return errors.New("-events-retention, -events-poll, -subscription-auth-timeout, -subscription-keepalive and -subscription-queue must be positive, -max-subscriptions not negative")
 	}
 	if c.maxConns < 0 || c.readTimeout < 0 || c.writeTimeout < 0 || c.idleTimeout < 0 || c.shutdownGrace < 0 {
 		return errors.New("-max-conns and the timeouts cannot be negative")

@@ -114,6 +114,7 @@ func (c config) handlerConfig() api.Config {
 		MutationRate:    c.mutationRate,
 		ClientIPHeader:  c.clientIPHeader,
 		Debug:           c.debug,
+		Streams:         c.streams,
 	}
 }
 
@@ -124,7 +125,7 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 	}
 	// The metrics come first: the store reports its statements to them.
 	m := api.NewMetrics(c.metricsOperations)
-	store, err := db.Open(ctx, c.dsn, db.WithStatementHook(m.Statement))
+	store, err := db.Open(ctx, c.dsn, db.WithStatementHook(m.Statement), db.WithEvents(c.events))
 	if err != nil {
 		return err
 	}

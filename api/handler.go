@@ -53,6 +53,9 @@ type Config struct {
 	// client's address in; empty, the client is the connection's peer.
 	SignupRate, MutationRate Rate
 	ClientIPHeader           string
+
+	// Streams are the limits of subscriptions (see subscriptions.go).
+	Streams StreamConfig
 }
 
 // defaultBatchWait is how long a loader waits for more keys. Lists gather
@@ -81,6 +84,7 @@ func DefaultConfig() Config {
 		MaxErrors:     100,
 		MaxResponse:   4 << 20,
 		CORSHeaders:   DefaultCORSHeaders,
+		Streams:       DefaultStreamConfig(),
 	}
 }
 
@@ -93,8 +97,18 @@ func NewHandler(store *db.Store, tokens *auth.Tokens, cfg Config, log *slog.Logg
 	guard := guardRequest(cfg.MaxBody, cfg.RequestTimeout, m)
 	client := clientAddress(cfg.ClientIPHeader)
 	mux := http.NewServeMux()
-	// A GraphQL request passes these in order, the first outermost.
-	mux.Handle("/graphql", chain(newGraphQL(res, cfg, log, m),
+	gql := newGraphQL(res, cfg, log, m)
+	// A GraphQL request passes these in order, the first outermost; a
+	// subscription stream (a websocket or server-sent events) those
+	// after it.
+	mux.Handle("/graphql", streams(chain(gql,
+		logRequests(log),                         // one log line when the stream ends
+		cors(cfg.CORSOrigins, cfg.CORSHeaders),   // browsers on the listed origins may call
+		streamGuard(cfg.MaxBody, cfg.Streams, m), // GET to upgrade, POST for SSE; no deadline
+		streamClient(cfg.ClientIPHeader),         // who the rate limits count
+		tokens.Middleware,                        // who the viewer is, unless connection_init says
+		res.Middleware,                           // the stream's loaders, renewed for each event
+	), chain(gql,
 		logRequests(log),                       // one log line, with the request's SQL statistics
 		cors(cfg.CORSOrigins, cfg.CORSHeaders), // browsers on the listed origins may call
 		httpConventions,                        // GraphQL over HTTP's status codes
@@ -102,7 +116,7 @@ func NewHandler(store *db.Store, tokens *auth.Tokens, cfg Config, log *slog.Logg
 		client,                                 // who the rate limits count; their 429
 		tokens.Middleware,                      // who the viewer is
 		res.Middleware,                         // the request's loaders
-	))
+	)))
 	if !cfg.NoPlayground {
 		mux.Handle("GET /{$}", graphiql.Page())
 		mux.Handle("GET /graphiql/", graphiql.Assets())
@@ -132,8 +146,11 @@ const (
 // caches, limits and the extension that records each response.
 func newGraphQL(res *resolvers.Resolver, cfg Config, log *slog.Logger, m *Metrics) *handler.Server {
 	gql := handler.New(graph.NewExecutableSchema(graph.Config{Schema: graph.Schema(), Resolvers: res, Complexity: resolvers.Complexity()}))
+	gql.AddTransport(websocketTransport(res.Tokens, cfg.Streams, cfg.CORSOrigins, log))
 	gql.AddTransport(transport.Options{})
 	gql.AddTransport(transport.GET{})
+	// Before POST, which would take an SSE request for a plain one.
+	gql.AddTransport(transport.SSE{KeepAlivePingInterval: cfg.Streams.KeepAlive})
 	gql.AddTransport(transport.POST{})
 	// Both caches keep only what admission accepted, bounded in bytes.
 	queries := newAcceptedCache[*ast.QueryDocument](1000, queryCacheBytes)
@@ -147,6 +164,7 @@ func newGraphQL(res *resolvers.Resolver, cfg Config, log *slog.Logger, m *Metric
 	gql.Use(&complexityLimit{Max: cfg.MaxComplexity})
 	gql.Use(Limits{MaxDepth: cfg.MaxDepth, MaxAliases: cfg.MaxAliases, MaxOperations: cfg.MaxOperations})
 	gql.Use(newRateLimits(cfg.SignupRate, cfg.MutationRate))
+	gql.Use(subscriptionLimit{Max: cfg.Streams.MaxSubscriptions})
 	// After the other limits: it checks the document once the persisted
 	// query is known, and accepts it once every other limit has passed.
 	gql.Use(admission{

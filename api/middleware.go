@@ -50,10 +50,6 @@ func guardRequest(maxBody int64, timeout time.Duration, m *Metrics) func(http.Ha
 				requestError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, "send GraphQL requests with POST, or queries with GET")
 				return
 			}
-			if r.Header.Get("Upgrade") != "" {
-				refuse(w, http.StatusBadRequest, "this server has no WebSocket transport: send GraphQL requests with POST, or queries with GET")
-				return
-			}
 			if r.ContentLength > maxBody {
 				refuse(w, http.StatusRequestEntityTooLarge, "the request body is larger than %d bytes", maxBody)
 				return

@@ -139,10 +139,11 @@ func lastLine(b []byte) string {
 	return lines[len(lines)-1]
 }
 
-func startServer(ctx context.Context, bin, dbPath string) (*exec.Cmd, string, error) {
+func startServer(ctx context.Context, bin, dbPath string, extra ...string) (*exec.Cmd, string, error) {
 	// Every client is on this host, so the per-address write limit would
 	// measure itself rather than the writes.
-	cmd := exec.CommandContext(ctx, bin, "-db", dbPath, "-addr", "127.0.0.1:0", "-debug", "-secret", benchSecret, "-rate-mutations", "off")
+	args := append([]string{"-db", dbPath, "-addr", "127.0.0.1:0", "-debug", "-secret", benchSecret, "-rate-mutations", "off"}, extra...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, "", err

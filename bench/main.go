@@ -5,6 +5,7 @@
 //	go run ./bench load -size large            import, serve, load, print a table
 //	go run ./bench chart -in results.jsonl -out docs/peer-bench.svg
 //	                                           chart a peer-bench run's ratios
+//	go run ./bench events                      follow-to-event latency, idle subscribers' memory
 package main
 
 import (
@@ -14,7 +15,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: bench gen|load|chart [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench gen|load|chart|events [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -25,6 +26,8 @@ func main() {
 		err = runLoad(os.Args[2:], os.Stdout)
 	case "chart":
 		err = runChart(os.Args[2:], os.Stdout)
+	case "events":
+		err = runEvents(os.Args[2:], os.Stdout)
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}

@@ -23,7 +23,8 @@ type Block struct {
 }
 
 // Block records that blocker blocks blocked and removes the follows
-// between them, both ways, in the same transaction. Blocking again is not
+// between them, both ways, in the same transaction; those removals are
+// not follow events (see events.go). Blocking again is not
 // an error. While the block stands neither can follow the other.
 func (s *Store) Block(ctx context.Context, blocker, blocked int64) (Block, error) {
 	var b Block

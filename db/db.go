@@ -88,6 +88,10 @@ type Store struct {
 	Integrity      string
 	integrityLimit time.Duration
 	health         health
+	// connStr is what the driver connected with; the event feed's
+	// PostgreSQL listener connects with it too.
+	connStr string
+	feed    feed
 }
 
 // Option sets up a Store as Open makes it.
@@ -140,7 +144,7 @@ func open(ctx context.Context, d *dialect, dsn, connStr string, opts []Option) (
 		}
 	}()
 	d.configure(sqlDB)
-	s := &Store{db: sqlDB, d: d, Adopted: adopted}
+	s := &Store{db: sqlDB, d: d, Adopted: adopted, connStr: connStr}
 	for _, opt := range opts {
 		opt(s)
 	}
@@ -167,14 +171,22 @@ func open(ctx context.Context, d *dialect, dsn, connStr string, opts []Option) (
 
 // writeStatements are the statements that write transactions run.
 func (s *Store) writeStatements() []string {
-	return []string{s.d.insertFollow, s.d.insertUser, deleteFollow,
+	texts := []string{s.d.insertFollow, s.d.insertUser, deleteFollow,
 		s.d.selectPairUsers, s.d.lockAroundUser, deleteUserFollows, deleteUserBlocks, deleteUser, countPairBlocks,
 		updateFollow, selectFollow, insertBlock, deletePairFollows, deleteBlock,
 		deactivateUser, reactivateUser, recountAround, selectUserByID}
+	for _, text := range []string{s.d.lockEvents, s.d.insertEvent, s.d.notifyEvents} {
+		if text != "" {
+			texts = append(texts, text)
+		}
+	}
+	return texts
 }
 
-// Close releases the prepared statements and the connection pool.
+// Close stops the event feed and releases the prepared statements and
+// the connection pool.
 func (s *Store) Close() error {
+	s.stopFeed()
 	s.stmts.Range(func(_, v any) bool {
 		v.(*sql.Stmt).Close()
 		return true

@@ -56,6 +56,12 @@ type dialect struct {
 	// insertFollow inserts (FollowerId, FolloweeId) unless present and
 	// returns the new row's CreatedAt; no row when the pair existed.
 	insertFollow string
+	// insertEvent adds a row to the event outbox and returns its Id;
+	// lockEvents, if not empty, is run first, and takes the
+	// transaction-scoped lock that makes event Ids commit in order (see
+	// events.go); notifyEvents, if not empty, is run after with the Id as
+	// its parameter, to wake other processes' subscribers on commit.
+	insertEvent, lockEvents, notifyEvents string
 	// insertUser inserts a user by Name and SecurityStamp and returns its
 	// Id.
 	insertUser string

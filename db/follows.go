@@ -40,7 +40,9 @@ type Follow struct {
 // either way ErrBlocked.
 func (s *Store) Follow(ctx context.Context, follower, followee int64) (Follow, error) {
 	var f Follow
+	var event int64
 	err := s.inTx(ctx, func(r runner) error {
+		event = 0 // of an attempt rolled back
 		var err error
 		if f.Follower, f.Followee, err = requireActive(ctx, r, follower, followee, ErrSelfFollow); err != nil {
 			return err
@@ -72,12 +74,16 @@ func (s *Store) Follow(ctx context.Context, follower, followee int64) (Follow, e
 				return err
 			}
 		}
-		f.At, err = s.d.scanTime(raw)
+		if f.At, err = s.d.scanTime(raw); err != nil || f.Already {
+			return err
+		}
+		event, err = r.addEvent(ctx, EventFollowed, follower, followee, f.At)
 		return err
 	})
 	if err != nil {
 		return Follow{}, fmt.Errorf("follow %d -> %d: %w", follower, followee, err)
 	}
+	s.feed.saw(event)
 	return f, nil
 }
 
@@ -91,7 +97,9 @@ type Unfollow struct {
 // Unfollow removes the follow of followee by follower, if there is one.
 func (s *Store) Unfollow(ctx context.Context, follower, followee int64) (Unfollow, error) {
 	var u Unfollow
+	var event int64
 	err := s.inTx(ctx, func(r runner) error {
+		event = 0 // of an attempt rolled back
 		var err error
 		if u.Follower, u.Followee, err = requireActive(ctx, r, follower, followee, nil); err != nil {
 			return err
@@ -104,15 +112,20 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee int64) (Unfollo
 		if err != nil {
 			return err
 		}
-		if u.Was = n > 0; u.Was {
-			// Read back, as Follow does.
-			u.Follower, u.Followee, err = requireUsers(ctx, r, follower, followee)
+		if u.Was = n > 0; !u.Was {
+			return nil
 		}
+		// Read back, as Follow does.
+		if u.Follower, u.Followee, err = requireUsers(ctx, r, follower, followee); err != nil {
+			return err
+		}
+		event, err = r.addEvent(ctx, EventUnfollowed, follower, followee, nowUTC())
 		return err
 	})
 	if err != nil {
 		return Unfollow{}, fmt.Errorf("unfollow %d -> %d: %w", follower, followee, err)
 	}
+	s.feed.saw(event)
 	return u, nil
 }
 

@@ -66,8 +66,13 @@ func postgresDialect() *dialect {
 		insertFollow: `INSERT INTO Follows (FollowerId, FolloweeId) VALUES (?, ?)
 ON CONFLICT (FollowerId, FolloweeId) DO NOTHING RETURNING CreatedAt`,
 		insertUser: `INSERT INTO Users (Name, SecurityStamp) VALUES (?, ?) RETURNING Id`,
-		lastUserID: postgresLastUserID,
-		idSet:      postgresIDSet,
+		// One advisory lock (its key is "FollowEv" in ASCII) held to the commit orders the event Ids; the
+		// notification, sent on commit, wakes every listening process.
+		lockEvents:   `SELECT pg_advisory_xact_lock(5075394518052193654)`,
+		insertEvent:  insertEventReturning,
+		notifyEvents: `SELECT pg_notify('` + eventChannel + `', ?)`,
+		lastUserID:   postgresLastUserID,
+		idSet:        postgresIDSet,
 		// lower(Name) is what IX_Users_Name indexes.
 		userByName: `SELECT ` + userColumns + ` FROM Users AS u WHERE lower(u.Name) = lower(?)`,
 		listUsers:  listUsersLimit,

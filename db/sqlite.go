@@ -80,9 +80,12 @@ WHERE true
 ON CONFLICT (FollowerId, FolloweeId) DO NOTHING
 RETURNING CreatedAt`,
 		insertUser: `INSERT INTO Users (Name, SecurityStamp) VALUES (?, ?) RETURNING Id`,
-		idSet:      `SELECT value FROM json_each(?)`,
-		userByName: `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Name = ? COLLATE NOCASE`,
-		listUsers:  listUsersLimit,
+		// The write lock, taken when the transaction begins, orders the
+		// event Ids: there is no lockEvents. Other processes poll.
+		insertEvent: insertEventReturning,
+		idSet:       `SELECT value FROM json_each(?)`,
+		userByName:  `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Name = ? COLLATE NOCASE`,
+		listUsers:   listUsersLimit,
 		followsExist: `SELECT f.FollowerId, f.FolloweeId, f.Muted, f.NotificationsEnabled FROM json_each(?) AS p
 JOIN Follows AS f ON f.FollowerId = p.value ->> 0 AND f.FolloweeId = p.value ->> 1`,
 		blocksExist: `SELECT b.BlockerId, b.BlockedId FROM json_each(?) AS p

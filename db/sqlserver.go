@@ -57,9 +57,13 @@ INSERT INTO Follows (FollowerId, FolloweeId) OUTPUT INSERTED.CreatedAt INTO @t
 SELECT @p1, @p2 WHERE NOT EXISTS (SELECT 1 FROM Follows WITH (UPDLOCK, HOLDLOCK) WHERE FollowerId = @p1 AND FolloweeId = @p2);
 SELECT CreatedAt FROM @t;`,
 		insertUser: `INSERT INTO Users (Name, SecurityStamp) OUTPUT INSERTED.Id VALUES (?, ?)`,
-		idSet:      `SELECT CAST(value AS int) FROM OPENJSON(?)`,
-		userByName: `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Name = ?`,
-		listUsers:  fillUsers(`SELECT TOP (@p3) ` + userColumns + ` FROM Users AS u WHERE u.Id BETWEEN @p1 AND @p2 AND ` + active("u") + ` ORDER BY u.Id {order}`),
+		// An application lock held to the commit orders the event Ids;
+		// other processes poll.
+		lockEvents:  `EXEC sp_getapplock @Resource = N'FollowEvents', @LockMode = N'Exclusive', @LockOwner = N'Transaction'`,
+		insertEvent: `INSERT INTO FollowEvents (Kind, FollowerId, FolloweeId, At) OUTPUT INSERTED.Id VALUES (?, ?, ?, ?)`,
+		idSet:       `SELECT CAST(value AS int) FROM OPENJSON(?)`,
+		userByName:  `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Name = ?`,
+		listUsers:   fillUsers(`SELECT TOP (@p3) ` + userColumns + ` FROM Users AS u WHERE u.Id BETWEEN @p1 AND @p2 AND ` + active("u") + ` ORDER BY u.Id {order}`),
 		followsExist: `SELECT f.FollowerId, f.FolloweeId, f.Muted, f.NotificationsEnabled FROM OPENJSON(?) WITH (a int '$[0]', b int '$[1]') AS p
 JOIN Follows AS f ON f.FollowerId = p.a AND f.FolloweeId = p.b`,
 		blocksExist: `SELECT b.BlockerId, b.BlockedId FROM OPENJSON(?) WITH (a int '$[0]', b int '$[1]') AS p

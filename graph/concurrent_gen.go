@@ -13,6 +13,7 @@ var concurrent = map[fieldName]bool{
 	{"Query", "user"}:                      true,
 	{"Query", "users"}:                     true,
 	{"Query", "viewer"}:                    true,
+	{"Subscription", "followEvents"}:       true,
 	{"User", "blocked"}:                    true,
 	{"User", "blocksViewer"}:               true,
 	{"User", "followers"}:                  true,

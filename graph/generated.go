@@ -34,6 +34,7 @@ type ResolverRoot interface {
 	FollowEdge() FollowEdgeResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
+	Subscription() SubscriptionResolver
 	User() UserResolver
 }
 
@@ -80,6 +81,14 @@ type ComplexityRoot struct {
 		NotificationsEnabled func(childComplexity int) int
 	}
 
+	FollowEvent struct {
+		At       func(childComplexity int) int
+		Cursor   func(childComplexity int) int
+		Followee func(childComplexity int) int
+		Follower func(childComplexity int) int
+		Kind     func(childComplexity int) int
+	}
+
 	FollowPayload struct {
 		AlreadyFollowing func(childComplexity int) int
 		FollowedAt       func(childComplexity int) int
@@ -114,6 +123,10 @@ type ComplexityRoot struct {
 		User   func(childComplexity int, id *string, name *string) int
 		Users  func(childComplexity int, first *int, after *string, last *int, before *string) int
 		Viewer func(childComplexity int) int
+	}
+
+	Subscription struct {
+		FollowEvents func(childComplexity int, after *string) int
 	}
 
 	Suggestion struct {
@@ -187,6 +200,9 @@ type QueryResolver interface {
 	Viewer(ctx context.Context) (*db.User, error)
 	Node(ctx context.Context, id string) (model.Node, error)
 	Nodes(ctx context.Context, ids []string) ([]model.Node, error)
+}
+type SubscriptionResolver interface {
+	FollowEvents(ctx context.Context, after *string) (<-chan *model.FollowEvent, error)
 }
 type UserResolver interface {
 	Followers(ctx context.Context, obj *db.User, first *int, after *string, last *int, before *string) (*model.FollowConnection, error)
@@ -349,6 +365,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FollowEdge.NotificationsEnabled(childComplexity), true
+
+	case "FollowEvent.at":
+		if e.ComplexityRoot.FollowEvent.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FollowEvent.At(childComplexity), true
+	case "FollowEvent.cursor":
+		if e.ComplexityRoot.FollowEvent.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FollowEvent.Cursor(childComplexity), true
+	case "FollowEvent.followee":
+		if e.ComplexityRoot.FollowEvent.Followee == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FollowEvent.Followee(childComplexity), true
+	case "FollowEvent.follower":
+		if e.ComplexityRoot.FollowEvent.Follower == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FollowEvent.Follower(childComplexity), true
+	case "FollowEvent.kind":
+		if e.ComplexityRoot.FollowEvent.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FollowEvent.Kind(childComplexity), true
 
 	case "FollowPayload.alreadyFollowing":
 		if e.ComplexityRoot.FollowPayload.AlreadyFollowing == nil {
@@ -552,6 +599,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Viewer(childComplexity), true
+
+	case "Subscription.followEvents":
+		if e.ComplexityRoot.Subscription.FollowEvents == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_followEvents_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.FollowEvents(childComplexity, args["after"].(*string)), true
 
 	case "Suggestion.user":
 		if e.ComplexityRoot.Suggestion.User == nil {
@@ -812,6 +871,23 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 				Data: buf.Bytes(),
 			}
 		}
+	case ast.Subscription:
+		next := ec._Subscription(ctx, opCtx.Operation.SelectionSet)
+
+		var buf bytes.Buffer
+		return func(ctx context.Context) *graphql.Response {
+			buf.Reset()
+			data := next(ctx)
+
+			if data == nil {
+				return nil
+			}
+			data.MarshalGQL(&buf)
+
+			return &graphql.Response{
+				Data: buf.Bytes(),
+			}
+		}
 
 	default:
 		return graphql.OneShot(graphql.ErrorResponse(ctx, "unsupported GraphQL operation"))
@@ -933,6 +1009,22 @@ func (ec *executionContext) childFields_FollowEdge(ctx context.Context, field gr
 		return ec.fieldContext_FollowEdge_notificationsEnabled(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type FollowEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_FollowEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_FollowEvent_cursor(ctx, field)
+	case "kind":
+		return ec.fieldContext_FollowEvent_kind(ctx, field)
+	case "follower":
+		return ec.fieldContext_FollowEvent_follower(ctx, field)
+	case "followee":
+		return ec.fieldContext_FollowEvent_followee(ctx, field)
+	case "at":
+		return ec.fieldContext_FollowEvent_at(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type FollowEvent", field.Name)
 }
 
 func (ec *executionContext) childFields_FollowPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1370,6 +1462,20 @@ func (ec *executionContext) field_Query_users_args(ctx context.Context, rawArgs 
 		return nil, err
 	}
 	args["before"] = arg3
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_followEvents_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg0
 	return args, nil
 }
 
@@ -2166,6 +2272,139 @@ func (ec *executionContext) _FollowEdge_notificationsEnabled(ctx context.Context
 }
 func (ec *executionContext) fieldContext_FollowEdge_notificationsEnabled(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("FollowEdge", field, true, true, "Boolean")
+}
+
+func (ec *executionContext) _FollowEvent_cursor(ctx context.Context, field graphql.CollectedField, obj *model.FollowEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FollowEvent_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FollowEvent_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FollowEvent", field, false, false, "String")
+}
+
+func (ec *executionContext) _FollowEvent_kind(ctx context.Context, field graphql.CollectedField, obj *model.FollowEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FollowEvent_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.FollowEventKind) graphql.Marshaler {
+			return ec.marshalNFollowEventKind2followsᚋgraphᚋmodelᚐFollowEventKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FollowEvent_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FollowEvent", field, false, false, "FollowEventKind")
+}
+
+func (ec *executionContext) _FollowEvent_follower(ctx context.Context, field graphql.CollectedField, obj *model.FollowEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FollowEvent_follower(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Follower, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *db.User) graphql.Marshaler {
+			return ec.marshalNUser2ᚖfollowsᚋdbᚐUser(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FollowEvent_follower(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FollowEvent",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FollowEvent_followee(ctx context.Context, field graphql.CollectedField, obj *model.FollowEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FollowEvent_followee(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Followee, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *db.User) graphql.Marshaler {
+			return ec.marshalNUser2ᚖfollowsᚋdbᚐUser(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FollowEvent_followee(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FollowEvent",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FollowEvent_at(ctx context.Context, field graphql.CollectedField, obj *model.FollowEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FollowEvent_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FollowEvent_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FollowEvent", field, false, false, "Time")
 }
 
 func (ec *executionContext) _FollowPayload_follower(ctx context.Context, field graphql.CollectedField, obj *model.FollowPayload) (ret graphql.Marshaler) {
@@ -3086,6 +3325,50 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields___Schema(ctx, field)
 		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_followEvents(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_followEvents(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().FollowEvents(ctx, fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.FollowEvent) graphql.Marshaler {
+			return ec.marshalNFollowEvent2ᚖfollowsᚋgraphᚋmodelᚐFollowEvent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_followEvents(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FollowEvent(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_followEvents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
 	}
 	return fc, nil
 }
@@ -5564,6 +5847,59 @@ func (ec *executionContext) _FollowEdge(ctx context.Context, sel ast.SelectionSe
 	return out
 }
 
+var followEventImplementors = []string{"FollowEvent"}
+
+func (ec *executionContext) _FollowEvent(ctx context.Context, sel ast.SelectionSet, obj *model.FollowEvent) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, followEventImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := deferredGroup(ctx, fields)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("FollowEvent")
+		case "cursor":
+			out.Values[i] = ec._FollowEvent_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._FollowEvent_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "follower":
+			out.Values[i] = ec._FollowEvent_follower(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "followee":
+			out.Values[i] = ec._FollowEvent_followee(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "at":
+			out.Values[i] = ec._FollowEvent_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var followPayloadImplementors = []string{"FollowPayload"}
 
 func (ec *executionContext) _FollowPayload(ctx context.Context, sel ast.SelectionSet, obj *model.FollowPayload) graphql.Marshaler {
@@ -5847,6 +6183,26 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 	}
 
 	return out
+}
+
+var subscriptionImplementors = []string{"Subscription"}
+
+func (ec *executionContext) _Subscription(ctx context.Context, sel ast.SelectionSet) func(ctx context.Context) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, subscriptionImplementors)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{
+		Object: "Subscription",
+	})
+	if len(fields) != 1 {
+		graphql.AddErrorf(ctx, "must subscribe to exactly one stream")
+		return nil
+	}
+
+	switch fields[0].Name {
+	case "followEvents":
+		return ec._Subscription_followEvents(ctx, fields[0])
+	default:
+		panic("unknown field " + strconv.Quote(fields[0].Name))
+	}
 }
 
 var suggestionImplementors = []string{"Suggestion"}
@@ -6615,6 +6971,24 @@ func (ec *executionContext) marshalNFollowEdge2ᚖfollowsᚋgraphᚋmodelᚐFoll
 		return graphql.Null
 	}
 	return ec._FollowEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNFollowEvent2ᚖfollowsᚋgraphᚋmodelᚐFollowEvent(ctx context.Context, sel ast.SelectionSet, v *model.FollowEvent) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "FollowEvent!")
+		return graphql.Null
+	}
+	return ec._FollowEvent(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNFollowEventKind2followsᚋgraphᚋmodelᚐFollowEventKind(ctx context.Context, v any) (model.FollowEventKind, error) {
+	var res model.FollowEventKind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNFollowEventKind2followsᚋgraphᚋmodelᚐFollowEventKind(ctx context.Context, sel ast.SelectionSet, v model.FollowEventKind) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) unmarshalNFollowInput2followsᚋgraphᚋmodelᚐFollowInput(ctx context.Context, v any) (model.FollowInput, error) {

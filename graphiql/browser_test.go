@@ -2,6 +2,8 @@ package graphiql_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
@@ -12,6 +14,7 @@ import (
 
 	"follows/api/apitest"
 
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
 
@@ -42,40 +45,12 @@ func TestGraphiQLInBrowser(t *testing.T) {
 	}
 	server, _ := url.Parse(s.URL)
 
-	// Chromium's helpers may still write to their profile for a moment
-	// after it exits, so the profile is removed without t.TempDir's check.
-	profile, err := os.MkdirTemp("", "follows-chromium")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(profile)
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(exe),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.UserDataDir(profile),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.WindowSize(1400, 900),
-	}
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	// The CDP bindings are older than this Chromium and cannot decode a few
-	// network events this test does not use; their complaints are muted.
-	ctx, cancel := chromedp.NewContext(allocCtx, chromedp.WithErrorf(func(string, ...any) {}))
-	defer cancel()
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
-	defer cancelTimeout()
+	ctx := browser(t, exe)
 
 	var result string
 	var shot []byte
 	var fetched []string
-	err = chromedp.Run(ctx,
+	err := chromedp.Run(ctx,
 		chromedp.Navigate(s.URL+"/"),
 		chromedp.WaitVisible(".graphiql-execute-button", chromedp.ByQuery),
 		chromedp.Click(".graphiql-execute-button", chromedp.ByQuery),
@@ -116,5 +91,88 @@ func TestGraphiQLInBrowser(t *testing.T) {
 	}
 	if local < 2 {
 		t.Errorf("the page's recorded fetches lack its script or its query: %v", fetched)
+	}
+}
+
+// browser starts headless Chromium for a test, ended when it ends, and
+// returns its context, which times out after 90 s.
+func browser(t *testing.T, exe string) context.Context {
+	t.Helper()
+	// Chromium's helpers may still write to their profile for a moment
+	// after it exits, so the profile is removed without t.TempDir's check.
+	profile, err := os.MkdirTemp("", "follows-chromium")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(profile) })
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(exe),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.UserDataDir(profile),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.WindowSize(1400, 900),
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	// The CDP bindings are older than this Chromium and cannot decode a few
+	// network events this test does not use; their complaints are muted.
+	ctx, cancel := chromedp.NewContext(allocCtx, chromedp.WithErrorf(func(string, ...any) {}))
+	t.Cleanup(cancel)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(cancelTimeout)
+	return ctx
+}
+
+// GraphiQL's fetcher runs a subscription, as the page gives it one (with
+// the Headers editor's headers and the parsed document): the events come
+// over server-sent events as they happen.
+func TestGraphiQLRunsSubscriptions(t *testing.T) {
+	exe := chromium(t)
+	s := apitest.Start(t)
+	ann, bob, cat := s.CreateUser("ann"), s.CreateUser("bob"), s.CreateUser("cat")
+	s.Follow(cat, ann)
+	after := s.EventCursor()
+	ctx := browser(t, exe)
+	start := fmt.Sprintf(`(() => {
+		const events = fetcher(
+			{ query: %q, variables: { after: %q } },
+			{ headers: { Authorization: "Bearer %s" },
+			  documentAST: { definitions: [{ kind: "OperationDefinition", operation: "subscription" }] } },
+		)[Symbol.asyncIterator]();
+		window.firstEvent = events.next().then((r) => JSON.stringify(r.value));
+		return true;
+	})()`, apitest.FollowEventsSubscription, after, ann.Token)
+	var started bool
+	var first string
+	err := chromedp.Run(ctx,
+		chromedp.Navigate(s.URL+"/"),
+		chromedp.WaitVisible(".graphiql-execute-button", chromedp.ByQuery),
+		chromedp.Evaluate(start, &started),
+	)
+	if err != nil {
+		t.Fatalf("GraphiQL in Chromium: %v", err)
+	}
+	s.Follow(bob, ann)
+	err = chromedp.Run(ctx, chromedp.Evaluate(`window.firstEvent`, &first, func(p *runtime.EvaluateParams) *runtime.EvaluateParams {
+		return p.WithAwaitPromise(true)
+	}))
+	if err != nil {
+		t.Fatalf("the subscription's first event: %v", err)
+	}
+	var r struct {
+		Data struct{ FollowEvents apitest.FollowEvent }
+	}
+	if err := json.Unmarshal([]byte(first), &r); err != nil {
+		t.Fatalf("%s: %v", first, err)
+	}
+	if got := r.Data.FollowEvents.String(); got != "FOLLOWED bob->ann" {
+		t.Errorf("GraphiQL received %s (%s), want FOLLOWED bob->ann", got, first)
 	}
 }

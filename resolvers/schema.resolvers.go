@@ -188,6 +188,11 @@ func (r *queryResolver) Nodes(ctx context.Context, ids []string) ([]model.Node, 
 	return r.nodes(ctx, ids)
 }
 
+// FollowEvents is the resolver for the followEvents field.
+func (r *subscriptionResolver) FollowEvents(ctx context.Context, after *string) (<-chan *model.FollowEvent, error) {
+	return r.followEvents(ctx, after)
+}
+
 // Followers is the resolver for the followers field.
 func (r *userResolver) Followers(ctx context.Context, obj *db.User, first *int, after *string, last *int, before *string) (*model.FollowConnection, error) {
 	return r.followPage(ctx, followersList, db.Followers, obj, paging{first, last, after, before})
@@ -271,11 +276,14 @@ func (r *Resolver) Mutation() graph.MutationResolver { return &mutationResolver{
 
 func (r *Resolver) Query() graph.QueryResolver { return &queryResolver{r} }
 
+func (r *Resolver) Subscription() graph.SubscriptionResolver { return &subscriptionResolver{r} }
+
 func (r *Resolver) User() graph.UserResolver { return &userResolver{r} }
 
 type (
-	followEdgeResolver struct{ *Resolver }
-	mutationResolver   struct{ *Resolver }
-	queryResolver      struct{ *Resolver }
-	userResolver       struct{ *Resolver }
+	followEdgeResolver   struct{ *Resolver }
+	mutationResolver     struct{ *Resolver }
+	queryResolver        struct{ *Resolver }
+	subscriptionResolver struct{ *Resolver }
+	userResolver         struct{ *Resolver }
 )

@@ -29,6 +29,9 @@ const (
 	ListMutual    List = "mutual"
 	ListUsers     List = "users"
 	ListBlocked   List = "blocked"
+	// ListFollowEvents is Subscription.followEvents, whose cursors hold
+	// an event's time and outbox Id.
+	ListFollowEvents List = "followEvents"
 )
 
 // ErrBadCursor is what DecodeCursor returns for anything but a cursor of

@@ -3,7 +3,12 @@
 package model
 
 import (
+	"bytes"
+	"fmt"
 	"follows/db"
+	"io"
+	"strconv"
+	"time"
 )
 
 type BlockInput struct {
@@ -37,6 +42,18 @@ type DeleteUserPayload struct {
 	DeletedFollows int `json:"deletedFollows"`
 }
 
+// A follow or unfollow, as delivered to one subscriber.
+type FollowEvent struct {
+	// Opaque; resume after this event with followEvents(after: cursor).
+	Cursor string          `json:"cursor"`
+	Kind   FollowEventKind `json:"kind"`
+	// Who followed or unfollowed: the one who acted.
+	Follower *db.User `json:"follower"`
+	Followee *db.User `json:"followee"`
+	// When it happened.
+	At time.Time `json:"at"`
+}
+
 type FollowInput struct {
 	UserID string `json:"userId"`
 }
@@ -45,6 +62,15 @@ type Mutation struct {
 }
 
 type Query struct {
+}
+
+// Live updates, over a websocket at /graphql (the graphql-transport-ws
+// subprotocol, as the graphql-ws client speaks it) or server-sent events
+// (POST /graphql with Accept: text/event-stream, graphql-sse's distinct
+// connections mode). A subscription needs a bearer token: in the
+// connection_init payload as {"Authorization": "Bearer ..."}, or in the
+// request's Authorization header.
+type Subscription struct {
 }
 
 // A user suggested to follow, and how many of the people followed follow them.
@@ -71,4 +97,62 @@ type UpdateFollowInput struct {
 	Muted *bool `json:"muted,omitempty"`
 	// Unchanged when null.
 	NotificationsEnabled *bool `json:"notificationsEnabled,omitempty"`
+}
+
+// What a follow event announces.
+type FollowEventKind string
+
+const (
+	// The follower began following the followee.
+	FollowEventKindFollowed FollowEventKind = "FOLLOWED"
+	// The follower stopped following the followee (not sent for the follows a block removes).
+	FollowEventKindUnfollowed FollowEventKind = "UNFOLLOWED"
+)
+
+var AllFollowEventKind = []FollowEventKind{
+	FollowEventKindFollowed,
+	FollowEventKindUnfollowed,
+}
+
+func (e FollowEventKind) IsValid() bool {
+	switch e {
+	case FollowEventKindFollowed, FollowEventKindUnfollowed:
+		return true
+	}
+	return false
+}
+
+func (e FollowEventKind) String() string {
+	return string(e)
+}
+
+func (e *FollowEventKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = FollowEventKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid FollowEventKind", str)
+	}
+	return nil
+}
+
+func (e FollowEventKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *FollowEventKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e FollowEventKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
 }

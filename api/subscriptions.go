@@ -1,0 +1,406 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"follows/auth"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	coderws "github.com/coder/websocket"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+)
+
+// Subscriptions are served at /graphql beside queries and mutations: over
+// a websocket (the graphql-transport-ws subprotocol, and the older
+// graphql-ws one gqlgen also speaks) and over server-sent events (POST
+// with Accept: text/event-stream, graphql-sse's distinct connections
+// mode). Operations on either pass through the same gqlgen extensions as
+// any request (complexity, depth and document limits, the rate limit of
+// mutations), but not through the HTTP middleware that shapes one-shot
+// answers: a stream has no request deadline, and its limits are these.
+
+// Close codes of a subscription websocket, beyond gqlgen's.
+const (
+	// CloseForbidden refuses a connection_init without a valid token
+	// (graphql-ws's Forbidden).
+	CloseForbidden = 4403
+	// CloseInitTimeout closes a connection that sent no connection_init
+	// within the authentication timeout (graphql-ws's
+	// ConnectionInitialisationTimeout).
+	CloseInitTimeout = 4408
+	// CloseSlowConsumer drops a client that does not read what it is
+	// sent: RFC 6455's Try Again Later, which graphql-ws clients retry; a
+	// client resumes with the last cursor it saw.
+	CloseSlowConsumer = 1013
+)
+
+// CodeSubscriptionLimit is the error code of a subscription refused
+// because its connection has as many as it may.
+const CodeSubscriptionLimit = "SUBSCRIPTION_LIMIT"
+
+// StreamConfig are the limits of subscription streams (see README, "Live
+// follow events").
+type StreamConfig struct {
+	// MaxSubscriptions is how many subscriptions one websocket may run at
+	// once.
+	MaxSubscriptions int
+	// AuthTimeout is how long a websocket may take to send its
+	// connection_init.
+	AuthTimeout time.Duration
+	// KeepAlive is how often an idle stream is pinged: a websocket that
+	// does not answer two pings is closed.
+	KeepAlive time.Duration
+	// SendQueue is how many messages may wait for a slow client before it
+	// is dropped (CloseSlowConsumer); WriteTimeout is how long one write
+	// may take before the connection is cut.
+	SendQueue    int
+	WriteTimeout time.Duration
+}
+
+// DefaultStreamConfig is the streams' configuration before flags.
+func DefaultStreamConfig() StreamConfig {
+	return StreamConfig{
+		MaxSubscriptions: 10,
+		AuthTimeout:      10 * time.Second,
+		// Below the 60 s after which common load balancers drop an idle
+		// connection.
+		KeepAlive:    25 * time.Second,
+		SendQueue:    64,
+		WriteTimeout: 10 * time.Second,
+	}
+}
+
+// isStream reports whether r opens a subscription stream rather than
+// making one request.
+func isStream(r *http.Request) bool {
+	return r.Header.Get("Upgrade") != "" || strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+}
+
+// streams routes stream requests to one handler and the rest to another.
+func streams(stream, plain http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isStream(r) {
+			stream.ServeHTTP(w, r)
+			return
+		}
+		plain.ServeHTTP(w, r)
+	})
+}
+
+// streamGuard is guardRequest for streams: a websocket upgrade is a GET,
+// an SSE request a POST of at most maxBody bytes; neither has a deadline,
+// and the server's read and write timeouts are lifted from the
+// connection (a hijacked connection keeps them otherwise). Each SSE write
+// gets cfg.WriteTimeout instead.
+func streamGuard(maxBody int64, cfg StreamConfig, m *Metrics) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			upgrade := r.Header.Get("Upgrade") != ""
+			if upgrade && r.Method != http.MethodGet || !upgrade && r.Method != http.MethodPost {
+				m.error(CodeMethodNotAllowed)
+				requestError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+					"open a websocket with GET, or server-sent events with POST")
+				return
+			}
+			rc := http.NewResponseController(w)
+			if !upgrade {
+				r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+				w = &streamWriter{ResponseWriter: w, rc: rc, timeout: cfg.WriteTimeout}
+			}
+			rc.SetReadDeadline(time.Time{})
+			rc.SetWriteDeadline(time.Time{})
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// streamWriter bounds each write of an SSE stream, and flushes through
+// whatever wraps the response (gqlgen's SSE transport needs an
+// http.Flusher).
+type streamWriter struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func (w *streamWriter) Write(b []byte) (int, error) {
+	w.rc.SetWriteDeadline(time.Now().Add(w.timeout))
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *streamWriter) Flush() { w.rc.Flush() }
+
+func (w *streamWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// streamClient tells the rate limits who a stream's client is, as
+// clientAddress does a POST's: mutations sent over a websocket count
+// against the same allowance.
+func streamClient(header string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			c := &client{address: addressOf(r, header)}
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), clientKey{}, c)))
+		})
+	}
+}
+
+// websocketTransport is gqlgen's websocket transport with the limits of
+// cfg and authentication from the connection_init payload.
+func websocketTransport(tokens *auth.Tokens, cfg StreamConfig, origins string, log *slog.Logger) transport.Websocket {
+	return transport.Websocket{
+		Implementation: sockets{cfg: cfg, origins: originPatterns(origins), log: log},
+		// A token in the payload wins over the upgrade request's
+		// Authorization header, which tokens.Middleware read already.
+		InitFunc: func(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
+			if a := payload.Authorization(); a != "" {
+				ctx = tokens.Authenticate(ctx, a)
+			}
+			if _, err := auth.Viewer(ctx); err != nil {
+				return transport.WithWebsocketCloseCode(ctx, CloseForbidden), nil,
+					fmt.Errorf("a subscription needs a valid bearer token: %w", err)
+			}
+			return withConnection(ctx), nil, nil
+		},
+		KeepAlivePingInterval: cfg.KeepAlive, // graphql-ws's "ka"
+		PingPongInterval:      cfg.KeepAlive, // graphql-transport-ws's ping, which expects a pong
+	}
+}
+
+// originPatterns are the hosts of the origins that may open a websocket
+// from a browser (the CORS origins), or nil for any when origins is *.
+// Without origins, only pages of the server's own origin may.
+func originPatterns(origins string) []string {
+	var hosts []string
+	for _, o := range list(origins) {
+		if o == "*" {
+			return nil
+		}
+		if u, err := url.Parse(o); err == nil && u.Host != "" {
+			hosts = append(hosts, u.Host)
+		}
+	}
+	if hosts == nil {
+		hosts = []string{} // same origin only
+	}
+	return hosts
+}
+
+// connection is what one websocket's operations share.
+type connection struct {
+	subscriptions atomic.Int64
+}
+
+type connectionKey struct{}
+
+func withConnection(ctx context.Context) context.Context {
+	return context.WithValue(ctx, connectionKey{}, &connection{})
+}
+
+// subscriptionLimit refuses a subscription beyond Max on one websocket.
+type subscriptionLimit struct{ Max int }
+
+var _ interface {
+	graphql.HandlerExtension
+	graphql.OperationInterceptor
+} = subscriptionLimit{}
+
+func (subscriptionLimit) ExtensionName() string                   { return "SubscriptionLimit" }
+func (subscriptionLimit) Validate(graphql.ExecutableSchema) error { return nil }
+
+func (l subscriptionLimit) InterceptOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+	c, _ := ctx.Value(connectionKey{}).(*connection)
+	oc := graphql.GetOperationContext(ctx)
+	if c == nil || oc.Operation == nil || oc.Operation.Operation != ast.Subscription {
+		return next(ctx)
+	}
+	if c.subscriptions.Add(1) > int64(l.Max) {
+		c.subscriptions.Add(-1)
+		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{
+			limitError(CodeSubscriptionLimit, "a connection may run at most %d subscriptions at once", l.Max)}})
+	}
+	// The transport cancels an operation's context when it ends.
+	context.AfterFunc(ctx, func() { c.subscriptions.Add(-1) })
+	return next(ctx)
+}
+
+// sockets accepts websockets (github.com/coder/websocket) for gqlgen's
+// transport, adding what it lacks: the authentication timeout, and a
+// bounded queue of messages to send, so that a client that does not read
+// is dropped (CloseSlowConsumer) rather than buffered without bound, and a
+// write that does not complete cuts the connection.
+type sockets struct {
+	cfg     StreamConfig
+	origins []string
+	log     *slog.Logger
+}
+
+func (s sockets) Accept(w http.ResponseWriter, r *http.Request, opts transport.WebsocketAcceptOptions) (transport.WebsocketConn, error) {
+	for k, vs := range opts.ResponseHeader {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	conn, err := coderws.Accept(w, r, &coderws.AcceptOptions{
+		Subprotocols:       opts.Subprotocols,
+		OriginPatterns:     s.origins,
+		InsecureSkipVerify: s.origins == nil,
+	})
+	if err != nil {
+		return nil, err
+	}
+	sc := &socket{conn: conn, out: make(chan frame, s.cfg.SendQueue), writeTimeout: s.cfg.WriteTimeout}
+	// Set under the lock that the timer's own close takes.
+	sc.mu.Lock()
+	sc.auth = time.AfterFunc(s.cfg.AuthTimeout, func() {
+		sc.WriteClose(CloseInitTimeout, "Connection initialisation timeout")
+	})
+	sc.mu.Unlock()
+	go sc.write()
+	return sc, nil
+}
+
+// frame is a message to send, or the close that ends the queue.
+type frame struct {
+	data   []byte
+	close  bool
+	code   int
+	reason string
+}
+
+// socket is one accepted websocket.
+type socket struct {
+	conn         *coderws.Conn
+	out          chan frame
+	writeTimeout time.Duration
+	auth         *time.Timer
+	read         atomic.Bool // a first message arrived
+
+	mu       sync.Mutex
+	closed   bool // a close is queued or under way
+	deadline *time.Timer
+}
+
+var errSlowConsumer = errors.New("slow consumer: the client did not read what it was sent")
+
+// write sends the queue in order until a close or a failed write.
+func (s *socket) write() {
+	for f := range s.out {
+		if f.close {
+			s.conn.Close(coderws.StatusCode(f.code), f.reason)
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.writeTimeout)
+		err := s.conn.Write(ctx, coderws.MessageText, f.data)
+		cancel()
+		if err != nil {
+			s.conn.CloseNow()
+			return
+		}
+	}
+}
+
+func (s *socket) NextReader() (int, io.Reader, error) {
+	typ, data, err := s.conn.Read(context.Background())
+	if err != nil {
+		switch coderws.CloseStatus(err) {
+		case coderws.StatusNormalClosure, coderws.StatusNoStatusRcvd:
+			return int(typ), nil, transport.ErrWebsocketClosed
+		}
+		return int(typ), nil, err
+	}
+	if !s.read.Swap(true) {
+		// gqlgen closes a connection whose first message is not
+		// connection_init.
+		s.auth.Stop()
+	}
+	return int(typ), bytes.NewReader(data), nil
+}
+
+// WriteJSON queues v; a full queue drops the client.
+func (s *socket) WriteJSON(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return net.ErrClosed
+	}
+	select {
+	case s.out <- frame{data: b}:
+		return nil
+	default:
+	}
+	s.closeLocked(CloseSlowConsumer, "slow consumer: resume with the last cursor received")
+	return errSlowConsumer
+}
+
+// WriteClose queues the close after what is queued, or, when the queue is
+// full, closes at once.
+func (s *socket) WriteClose(code int, reason string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closeLocked(code, reason)
+	}
+	return nil
+}
+
+func (s *socket) closeLocked(code int, reason string) {
+	s.closed = true
+	s.auth.Stop()
+	select {
+	case s.out <- frame{close: true, code: code, reason: reason}:
+	default:
+		go s.conn.Close(coderws.StatusCode(code), reason)
+	}
+	close(s.out)
+}
+
+// Close ends the connection unless a close handshake is under way, which
+// ends it.
+func (s *socket) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.auth.Stop()
+	close(s.out)
+	return s.conn.CloseNow()
+}
+
+func (s *socket) Subprotocol() string { return s.conn.Subprotocol() }
+
+func (s *socket) SetReadLimit(limit int64) { s.conn.SetReadLimit(limit) }
+
+// SetReadDeadline cuts the connection at t (gqlgen's wait for a pong).
+func (s *socket) SetReadDeadline(t time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.deadline != nil {
+		s.deadline.Stop()
+		s.deadline = nil
+	}
+	if !t.IsZero() {
+		s.deadline = time.AfterFunc(time.Until(t), func() { s.conn.CloseNow() })
+	}
+	return nil
+}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"follows/auth"
+	"follows/db"
+
+	coderws "github.com/coder/websocket"
+)
+
+// runEvents measures live follow events: the latency from a follow
+// mutation's send to its event reaching a subscriber (p50, p99), alone
+// and with idle subscribers connected, and the server's memory per idle
+// subscriber (VmRSS before and after they subscribe).
+//
+//	go run ./bench events [-db postgres://...] [-idle 1000] [-follows 300]
+func runEvents(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("bench events", flag.ContinueOnError)
+	idle := fs.Int("idle", 1000, "idle subscribers")
+	follows := fs.Int("follows", 300, "follows timed in each round")
+	server := fs.String("db", "", "a postgres:// URL whose role may create databases: run on a new PostgreSQL database there, "+benchDatabase+", rather than on a SQLite file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "follows-bench-events")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "follows")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		return fmt.Errorf("build server: %v\n%s", err, out)
+	}
+	dsn := filepath.Join(dir, "bench.db")
+	if *server != "" {
+		drop, pg, err := newPostgresDatabase(*server)
+		if err != nil {
+			return err
+		}
+		defer drop()
+		dsn = pg
+	}
+
+	// The users are made beside the server, their tokens minted with its
+	// secret: sign-up's rate limit stays as it is.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store, err := db.Open(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	tokens, err := auth.NewTokens([]byte(benchSecret), time.Hour)
+	if err != nil {
+		return err
+	}
+	mint := func(name string) (int64, string, error) {
+		u, err := store.CreateUser(ctx, name)
+		return u.ID, tokens.Mint(u.ID, u.SecurityStamp), err
+	}
+	starID, starToken, err := mint("star")
+	if err != nil {
+		return err
+	}
+	fans := make([]string, 2**follows)
+	for i := range fans {
+		if _, fans[i], err = mint(fmt.Sprintf("fan%d", i)); err != nil {
+			return err
+		}
+	}
+	idlers := make([]string, *idle)
+	for i := range idlers {
+		if _, idlers[i], err = mint(fmt.Sprintf("idle%d", i)); err != nil {
+			return err
+		}
+	}
+	store.Close()
+
+	// Room for every subscriber's connection beside the load's.
+	srv, url, err := startServer(ctx, bin, dsn, "-max-conns", fmt.Sprint(*idle+100))
+	if err != nil {
+		return err
+	}
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+	wsURL := "ws" + strings.TrimPrefix(url, "http") + "/graphql"
+	httpClient := &http.Client{Timeout: 10 * time.Second}
+
+	star, err := subscribe(ctx, wsURL, starToken)
+	if err != nil {
+		return err
+	}
+	received := make(chan time.Time, 2**follows)
+	go readEvents(ctx, star, func() { received <- time.Now() })
+	time.Sleep(time.Second) // the subscription starts "now"
+	round := func(fans []string) (p50, p99 time.Duration, err error) {
+		var lat []time.Duration
+		for _, fan := range fans {
+			start := time.Now()
+			if _, err := gql(httpClient, url, fan, `mutation($id: ID!) { follow(input: {userId: $id}) { alreadyFollowing } }`,
+				map[string]any{"id": fmt.Sprint(starID)}); err != nil {
+				return 0, 0, err
+			}
+			select {
+			case at := <-received:
+				lat = append(lat, at.Sub(start))
+			case <-time.After(10 * time.Second):
+				return 0, 0, fmt.Errorf("no event within 10s")
+			}
+		}
+		slices.Sort(lat)
+		return lat[len(lat)/2], lat[len(lat)*99/100], nil
+	}
+
+	fmt.Fprintf(stdout, "| idle subscribers | follows | p50 ms | p99 ms | server RSS MB |\n| ---: | ---: | ---: | ---: | ---: |\n")
+	p50, p99, err := round(fans[:*follows])
+	if err != nil {
+		return err
+	}
+	before := rssKB(srv.Process.Pid)
+	fmt.Fprintf(stdout, "| 0 | %d | %.2f | %.2f | %.0f |\n", *follows, ms(p50), ms(p99), float64(before)/1024)
+
+	var mu sync.Mutex
+	var conns []*coderws.Conn
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 50)
+	for _, tok := range idlers {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			c, err := subscribe(ctx, wsURL, tok)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "subscribe:", err)
+				return
+			}
+			go readEvents(ctx, c, func() {})
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	time.Sleep(2 * time.Second) // every subscription started, its goroutines parked
+	after := rssKB(srv.Process.Pid)
+	p50, p99, err = round(fans[*follows:])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "| %d | %d | %.2f | %.2f | %.0f |\n", len(conns), *follows, ms(p50), ms(p99), float64(after)/1024)
+	fmt.Fprintf(stdout, "\n%d idle subscribers: server RSS %.1f MB -> %.1f MB, %.1f KB each\n",
+		len(conns), float64(before)/1024, float64(after)/1024, float64(after-before)/float64(max(len(conns), 1)))
+	for _, c := range conns {
+		c.CloseNow()
+	}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// readEvents reads a subscriber's messages until its connection ends,
+// telling next of each event and answering the server's pings, as
+// graphql-ws does.
+func readEvents(ctx context.Context, c *coderws.Conn, next func()) {
+	for {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			return
+		}
+		switch {
+		case strings.Contains(string(b), `"type":"next"`):
+			next()
+		case strings.Contains(string(b), `"type":"ping"`):
+			c.Write(ctx, coderws.MessageText, []byte(`{"type":"pong"}`))
+		}
+	}
+}
+
+// subscribe opens a graphql-transport-ws connection signed in with token
+// and starts followEvents from now.
+func subscribe(ctx context.Context, url, token string) (*coderws.Conn, error) {
+	c, _, err := coderws.Dial(ctx, url, &coderws.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
+	if err != nil {
+		return nil, err
+	}
+	send := func(v any) error {
+		b, _ := json.Marshal(v)
+		return c.Write(ctx, coderws.MessageText, b)
+	}
+	if err := send(map[string]any{"type": "connection_init", "payload": map[string]any{"Authorization": "Bearer " + token}}); err != nil {
+		return nil, err
+	}
+	if _, b, err := c.Read(ctx); err != nil || !strings.Contains(string(b), "connection_ack") {
+		return nil, fmt.Errorf("connection_init: %s %v", b, err)
+	}
+	err = send(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
+		"query": `subscription { followEvents { cursor kind follower { name } } }`}})
+	return c, err
+}

@@ -1,0 +1,445 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Live follow events come from a transactional outbox: each follow and
+// unfollow adds its row to FollowEvents in the transaction that makes the
+// change (addEvent), so an event exists exactly when its change committed.
+// Subscribers read the outbox after their cursor, in Id order, applying
+// the delivery rules (eventsFor) when they read, not when the event was
+// written: a block, a mute or a deactivation made since hides what it
+// should, also on a resume.
+//
+// The events are written by the store's Go code rather than by a trigger
+// on Follows. A trigger would also announce the writes of other apps
+// sharing the database, but it cannot tell an unfollow from the follows a
+// block or an account deletion removes, which must not be announced,
+// without per-dialect session state; the store knows which it is doing.
+//
+// Ids must become visible in Id order, or a reader that saw Id 6 would
+// move its cursor past a 5 that commits later. SQLite has one writer at a
+// time. On the server databases an event's writer first takes a
+// transaction-scoped exclusive lock (the dialect's lockEvents), held until
+// it commits, and draws its Id after: the next writer's Id is drawn only
+// once this one's commit is visible. Writers of events queue for the lock
+// only for the last statements of their transactions.
+
+// EventKind is what a follow event announces.
+type EventKind int
+
+// The kinds of follow events, as the outbox stores them.
+const (
+	EventFollowed   EventKind = 1
+	EventUnfollowed EventKind = 2
+)
+
+// Event is one follow event as delivered: its outbox Id (the cursor's
+// position), what happened, both users as they are now, and when.
+type Event struct {
+	ID                 int64
+	Kind               EventKind
+	Follower, Followee User
+	At                 time.Time
+}
+
+const (
+	insertEventReturning = `INSERT INTO FollowEvents (Kind, FollowerId, FolloweeId, At) VALUES (?, ?, ?, ?) RETURNING Id`
+	lastEvent            = `SELECT COALESCE(MAX(Id), 0) FROM FollowEvents`
+	pruneEvents          = `DELETE FROM FollowEvents WHERE At < ?`
+)
+
+// eventsFor reads the events for a viewer (the first parameter) with Ids
+// in a range (the next two), in Id order, by the delivery rules:
+//   - the viewer's own actions are not echoed;
+//   - the followee hears of being followed and unfollowed;
+//   - whoever follows the actor with notifications on and not muted hears
+//     of the actor's follows (FOLLOWED only);
+//   - nothing involving a user blocked by the viewer, or blocking it;
+//   - nothing involving a deactivated or deleted account, the viewer's
+//     own included.
+var eventsFor = `SELECT e.Id, e.Kind, e.At, ` + usersAs("a") + `, ` + usersAs("b") + `
+FROM FollowEvents AS e
+JOIN ` + activeUser("a", "e.FollowerId") + `
+JOIN ` + activeUser("b", "e.FolloweeId") + `
+JOIN ` + activeUser("v", "?") + `
+WHERE e.Id > ? AND e.Id <= ? AND e.FollowerId <> v.Id
+AND (e.FolloweeId = v.Id OR (e.Kind = ? AND EXISTS (SELECT 1 FROM Follows AS f
+    WHERE f.FollowerId = v.Id AND f.FolloweeId = e.FollowerId AND f.NotificationsEnabled = ? AND f.Muted = ?)))
+AND NOT EXISTS (SELECT 1 FROM Blocks AS k
+    WHERE (k.BlockerId = v.Id AND k.BlockedId IN (e.FollowerId, e.FolloweeId))
+       OR (k.BlockedId = v.Id AND k.BlockerId IN (e.FollowerId, e.FolloweeId)))
+ORDER BY e.Id`
+
+// eventRecipients is who may hear of the events in an Id range (the
+// parameters): each followee, and the followers of each FOLLOWED event's
+// actor with notifications on and not muted. A subscriber not among them
+// moves past the range without reading it (see FollowEvents), so that an
+// event costs one statement per process rather than one per subscriber;
+// eventsFor applies the rest of the rules.
+const eventRecipients = `SELECT e.FolloweeId FROM FollowEvents AS e WHERE e.Id > ? AND e.Id <= ?
+UNION
+SELECT f.FollowerId FROM FollowEvents AS e JOIN Follows AS f ON f.FolloweeId = e.FollowerId
+WHERE e.Id > ? AND e.Id <= ? AND e.Kind = ? AND f.NotificationsEnabled = ? AND f.Muted = ?`
+
+// usersAs is userColumns for the Users row aliased alias.
+func usersAs(alias string) string {
+	return strings.ReplaceAll(userColumns, "u.", alias+".")
+}
+
+// eventRange bounds the Ids one read of eventsFor covers, so that a
+// subscriber far behind reads the outbox in steps.
+const eventRange = 1000
+
+// addEvent writes an event to the outbox inside the write transaction r
+// (see the comment at the top of this file) and returns its Id, for the
+// caller to tell the feed once the transaction has committed.
+func (r runner) addEvent(ctx context.Context, kind EventKind, follower, followee int64, at time.Time) (int64, error) {
+	if r.s.d.lockEvents != "" {
+		if _, err := r.exec(ctx, r.s.d.lockEvents); err != nil {
+			return 0, fmt.Errorf("lock the event outbox: %w", err)
+		}
+	}
+	var id int64
+	if err := r.queryRow(ctx, r.s.d.insertEvent, []any{int64(kind), follower, followee, r.s.d.timeArg(at)}, &id); err != nil {
+		return 0, fmt.Errorf("write the event: %w", err)
+	}
+	if r.s.d.notifyEvents != "" {
+		if _, err := r.exec(ctx, r.s.d.notifyEvents, strconv.FormatInt(id, 10)); err != nil {
+			return 0, fmt.Errorf("notify the event: %w", err)
+		}
+	}
+	return id, nil
+}
+
+// EventsConfig is how a store's event feed wakes and prunes.
+type EventsConfig struct {
+	// Poll is how often the outbox is checked for events written by
+	// other processes where nothing announces them (SQLite, SQL Server),
+	// and, on PostgreSQL, while its listener is down.
+	Poll time.Duration
+	// Retention is how long events are kept for subscribers resuming with
+	// a cursor.
+	Retention time.Duration
+}
+
+// DefaultEventsConfig is the feed's configuration before flags.
+func DefaultEventsConfig() EventsConfig {
+	return EventsConfig{Poll: time.Second, Retention: 7 * 24 * time.Hour}
+}
+
+// WithEvents configures the store's event feed.
+func WithEvents(cfg EventsConfig) Option {
+	return func(s *Store) { s.feed.cfg = cfg }
+}
+
+// feed tells a process's subscribers that the outbox has grown: last is
+// the highest Id known committed, and changed is closed (and replaced)
+// whenever last moves. It learns of events from this process's commits,
+// from PostgreSQL's notifications, and by polling.
+type feed struct {
+	cfg     EventsConfig
+	last    atomic.Int64
+	mu      sync.Mutex
+	changed chan struct{}
+	start   sync.Once
+	stop    context.CancelFunc
+	done    chan struct{}
+	// recipients holds who may hear of the events of the ranges read
+	// lately, each read once however many subscribers ask; order is
+	// their keys, oldest first.
+	recipients map[[2]int64]*recipients
+	order      [][2]int64
+}
+
+// recipients is eventRecipients of one range, read once.
+type recipients struct {
+	once    sync.Once
+	viewers map[int64]bool
+	err     error
+}
+
+// keptRanges is how many ranges' recipients the feed remembers: enough
+// for the subscribers of a process to be at a few different places.
+const keptRanges = 64
+
+// wait returns a channel closed when last next moves.
+func (f *feed) wait() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.changed == nil {
+		f.changed = make(chan struct{})
+	}
+	return f.changed
+}
+
+// saw records that the events up to id are committed.
+func (f *feed) saw(id int64) {
+	for {
+		cur := f.last.Load()
+		if id <= cur {
+			return
+		}
+		if f.last.CompareAndSwap(cur, id) {
+			break
+		}
+	}
+	f.mu.Lock()
+	if f.changed != nil {
+		close(f.changed)
+		f.changed = nil
+	}
+	f.mu.Unlock()
+}
+
+// LastEventID is the Id of the newest event in the outbox, 0 if none.
+func (s *Store) LastEventID(ctx context.Context) (int64, error) {
+	var id int64
+	if err := s.read().queryRow(ctx, lastEvent, nil, &id); err != nil {
+		return 0, fmt.Errorf("read the last event id: %w", err)
+	}
+	s.feed.saw(id)
+	return id, nil
+}
+
+// FollowEvents sends the viewer's follow events (see eventsFor) one at a
+// time to send, in Id order, from after the event with Id after, or from
+// now when after is nil: first those in the outbox, then each as it
+// commits. It returns when ctx ends, send fails, or reading fails.
+func (s *Store) FollowEvents(ctx context.Context, viewer int64, after *int64, send func(Event) error) error {
+	s.startFeed()
+	var cur int64
+	if after != nil {
+		cur = *after
+	} else {
+		var err error
+		if cur, err = s.LastEventID(ctx); err != nil {
+			return err
+		}
+	}
+	for {
+		// Taken before last is read, so no event is missed between.
+		changed := s.feed.wait()
+		for last := s.feed.last.Load(); cur < last; {
+			upto := min(last, cur+eventRange)
+			if hears, err := s.mayHear(ctx, viewer, cur, upto); err != nil {
+				return err
+			} else if !hears {
+				cur = upto
+				continue
+			}
+			evs, err := s.eventsFor(ctx, viewer, cur, upto)
+			if err != nil {
+				return err
+			}
+			for _, e := range evs {
+				if err := send(e); err != nil {
+					return err
+				}
+			}
+			cur = upto
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+		}
+	}
+}
+
+// mayHear reports whether viewer is among the recipients of the events
+// with Ids in (after, upto].
+func (s *Store) mayHear(ctx context.Context, viewer, after, upto int64) (bool, error) {
+	key := [2]int64{after, upto}
+	s.feed.mu.Lock()
+	r := s.feed.recipients[key]
+	if r == nil {
+		if s.feed.recipients == nil {
+			s.feed.recipients = map[[2]int64]*recipients{}
+		}
+		r = &recipients{}
+		s.feed.recipients[key] = r
+		s.feed.order = append(s.feed.order, key)
+		if len(s.feed.order) > keptRanges {
+			delete(s.feed.recipients, s.feed.order[0])
+			s.feed.order = s.feed.order[1:]
+		}
+	}
+	s.feed.mu.Unlock()
+	r.once.Do(func() {
+		// Not the subscriber's context: others wait for this read.
+		ctx := context.WithoutCancel(ctx)
+		rs, err := s.read().query(ctx, eventRecipients, after, upto, after, upto, int64(EventFollowed), true, false)
+		if err != nil {
+			r.err = fmt.Errorf("read event recipients: %w", err)
+			return
+		}
+		defer rs.Close()
+		r.viewers = map[int64]bool{}
+		for rs.Next() {
+			var id int64
+			if err := rs.Scan(&id); err != nil {
+				r.err = err
+				return
+			}
+			r.viewers[id] = true
+		}
+		r.err = rs.Err()
+	})
+	if r.err != nil {
+		// Read again next time rather than fail every subscriber.
+		s.feed.mu.Lock()
+		if s.feed.recipients[key] == r {
+			delete(s.feed.recipients, key)
+		}
+		s.feed.mu.Unlock()
+		return false, r.err
+	}
+	return r.viewers[viewer], nil
+}
+
+func (s *Store) eventsFor(ctx context.Context, viewer, after, upto int64) ([]Event, error) {
+	rs, err := s.read().query(ctx, eventsFor, viewer, after, upto, int64(EventFollowed), true, false)
+	if err != nil {
+		return nil, fmt.Errorf("read follow events: %w", err)
+	}
+	defer rs.Close()
+	var evs []Event
+	for rs.Next() {
+		var e Event
+		var raw any
+		dest := append([]any{&e.ID, &e.Kind, &raw}, e.Follower.scanDest()...)
+		if err := rs.Scan(append(dest, e.Followee.scanDest()...)...); err != nil {
+			return nil, fmt.Errorf("read follow events: %w", err)
+		}
+		if e.At, err = s.d.scanTime(raw); err != nil {
+			return nil, err
+		}
+		evs = append(evs, e)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("read follow events: %w", err)
+	}
+	return evs, nil
+}
+
+// PruneEvents removes the events older than the retention.
+func (s *Store) PruneEvents(ctx context.Context, before time.Time) (int64, error) {
+	res, err := s.read().exec(ctx, pruneEvents, s.d.timeArg(before))
+	if err != nil {
+		return 0, fmt.Errorf("prune follow events: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// startFeed starts, once, what keeps the feed current: PostgreSQL's
+// listener or the poll, and the pruning. It stops when the store closes.
+func (s *Store) startFeed() {
+	s.feed.start.Do(func() {
+		if s.feed.cfg == (EventsConfig{}) {
+			s.feed.cfg = DefaultEventsConfig()
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		s.feed.stop, s.feed.done = cancel, make(chan struct{})
+		go func() {
+			defer close(s.feed.done)
+			var wg sync.WaitGroup
+			wg.Go(func() { s.pruneLoop(ctx) })
+			if s.d.name == "postgres" {
+				wg.Go(func() { s.listen(ctx) })
+			} else {
+				wg.Go(func() { s.pollLoop(ctx, s.feed.cfg.Poll) })
+			}
+			wg.Wait()
+		}()
+	})
+}
+
+// stopFeed ends the feed's goroutines, if they were started.
+func (s *Store) stopFeed() {
+	if s.feed.stop != nil {
+		s.feed.stop()
+		<-s.feed.done
+	}
+}
+
+func (s *Store) pollLoop(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.LastEventID(ctx) // an error leaves last as it was until the next tick
+		}
+	}
+}
+
+func (s *Store) pruneLoop(ctx context.Context) {
+	every := min(max(s.feed.cfg.Retention/10, time.Minute), time.Hour)
+	for {
+		s.PruneEvents(ctx, nowUTC().Add(-s.feed.cfg.Retention))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+	}
+}
+
+// eventChannel is the PostgreSQL notification channel that the writers of
+// events notify (the dialect's notifyEvents) with the event's Id.
+const eventChannel = "follow_events"
+
+// listen keeps a connection that LISTENs for events, telling the feed of
+// each Id notified. While it is down (and after it reconnects, for what it
+// missed) the outbox is polled.
+func (s *Store) listen(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := s.listenOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		_ = err // reconnected below; the poll covers the gap
+		pollCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		s.pollLoop(pollCtx, min(s.feed.cfg.Poll, time.Second))
+		cancel()
+	}
+}
+
+func (s *Store) listenOnce(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, s.connStr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "LISTEN "+eventChannel); err != nil {
+		return err
+	}
+	// Whatever committed before LISTEN took effect.
+	if _, err := s.LastEventID(ctx); err != nil {
+		return err
+	}
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		id, err := strconv.ParseInt(n.Payload, 10, 64)
+		if err != nil {
+			return errors.New("event notification without an id: " + n.Payload)
+		}
+		s.feed.saw(id)
+	}
+}
