@@ -98,7 +98,7 @@ JOIN Blocks AS b ON b.BlockerId = p.value ->> 0 AND b.BlockedId = p.value ->> 1`
 		bulkReset: []string{`PRAGMA foreign_keys = ON`, `PRAGMA cache_size = -2000`, `PRAGMA temp_store = DEFAULT`},
 	}
 	d.pagesQuery = func(kind listKind, way pageWay, qs []PageQuery) (string, []any) { return sqlitePages(d, kind, way, qs) }
-	d.suggestionsQuery = sqliteSuggestions
+	d.suggestionReads = sqliteSuggestionReadsQuery
 	return d
 }
 
@@ -167,14 +167,6 @@ var sqliteListBranches = fillLists(`SELECT * FROM (
   FROM {table} AS {e} JOIN ` + activeUser("u", "{e}.{other}") + `
   WHERE {e}.{owner} = ?/*from*/ AND ({e}.CreatedAt, {e}.{other}) {from} (?, ?)/*end*//*to*/ AND ({e}.CreatedAt, {e}.{other}) {to} (?, ?)/*end*/{also}
   ORDER BY {e}.CreatedAt {order}, {e}.{other} {order} LIMIT /*limit*/)`)
-
-// suggestionsBranch is one user's suggestions: the candidates (see
-// suggestionCandidates) that are active, most followed first.
-var suggestionsBranch = `SELECT * FROM (
-  SELECT ? AS k, s.Via, ` + userColumns + `
-  FROM (` + suggestionCandidates("SELECT ? AS Id", sqliteNewestFollows) + `) AS s
-  JOIN ` + activeUser("u", "s.Id") + `
-  ORDER BY s.Via DESC, u.Name ASC, s.Id ASC LIMIT ?)`
 
 // sqliteNewestFollows joins, as alias, the newest n follows by owner.
 // SQLite has no LATERAL join to run a LIMIT per owner, so they are the
@@ -313,11 +305,6 @@ func sqlitePages(d *dialect, kind listKind, way pageWay, qs []PageQuery) (string
 	}
 	return unionBatch(pageBranch(sqliteListBranches[way][kind], from, to, limit), len(qs),
 		func(i int) []any { return args(i, qs[i]) }, args(-1, PageQuery{}))
-}
-
-func sqliteSuggestions(qs []SuggestionQuery) (string, []any) {
-	return unionBatch(suggestionsBranch, len(qs),
-		func(i int) []any { return []any{i, qs[i].User, qs[i].First} }, []any{-1, 0, 0})
 }
 
 // batchSizes are the branch counts a batch statement is padded to, so that
