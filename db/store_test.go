@@ -449,7 +449,7 @@ func TestListStatementsSeekTheIndex(t *testing.T) {
 	for name, st := range statements {
 		args := []any{0, 1}
 		if name == "suggestions" {
-			args = []any{0, 1, -1, 1, -1, 1, -1, 1}
+			args = []any{0, 1, -1, 1, 1, 1}
 		}
 		for _, cursor := range []bool{st.from, st.to} {
 			if cursor {

@@ -1,10 +1,13 @@
 package db
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -62,32 +65,50 @@ func (s *Store) sqlSuggestions(ctx context.Context, qs []SuggestionQuery, out []
 }
 
 // sqliteSuggestionReads is one user's share of the data its suggestions
-// come from, as rows (k, Id): with k the query's position, the people
-// followed by the active people the user follows, each once per such
-// follow, only the newest follows counting (see SuggestionVia); with k
-// -1 minus the position, the people the user follows and the people it
-// blocks or is blocked by, whom suggestions leave out. Each part is a
-// range of an index that covers it: the counting and excluding that
-// SQLite would do by sorting groups and by a lookup per row, Go does
-// with hash maps.
-var sqliteSuggestionReads = `SELECT ? AS k, f2.FolloweeId FROM (SELECT ? AS Id) AS me
+// come from, as rows (k, Ids), Ids a comma-separated list: with k the
+// query's position, the people followed by the active people the user
+// follows, each once per such follow, only the newest follows counting
+// (see SuggestionVia); with k -1 minus the position, the people the user
+// follows and the people it blocks or is blocked by, whom suggestions
+// leave out. Each part is a range of an index that covers it: the
+// counting and excluding that SQLite would do by sorting groups and by a
+// lookup per row, Go does with hash maps. A list in one row rather than a
+// row per id costs a third less (BENCHMARKS.md): the driver's work per
+// row outweighs SQLite's per id.
+var sqliteSuggestionReads = `SELECT ? AS k, group_concat(f2.FolloweeId) FROM (SELECT ? AS Id) AS me
   ` + sqliteNewestFollows("f1", "me.Id", SuggestionVia) + `
   JOIN ` + activeUser("v", "f1.FolloweeId") + `
   ` + sqliteNewestFollows("f2", "f1.FolloweeId", SuggestionsPerVia) + `
 UNION ALL
-SELECT ?, f.FolloweeId FROM Follows AS f WHERE f.FollowerId = ?
-UNION ALL
-SELECT ?, b.BlockedId FROM Blocks AS b WHERE b.BlockerId = ?
-UNION ALL
-SELECT ?, b.BlockerId FROM Blocks AS b WHERE b.BlockedId = ?`
+SELECT ?, group_concat(x.Id) FROM (
+  SELECT f.FolloweeId AS Id FROM Follows AS f WHERE f.FollowerId = ?
+  UNION ALL
+  SELECT b.BlockedId FROM Blocks AS b WHERE b.BlockerId = ?
+  UNION ALL
+  SELECT b.BlockerId FROM Blocks AS b WHERE b.BlockedId = ?) AS x`
 
 func sqliteSuggestionReadsQuery(qs []SuggestionQuery) (string, []any) {
-	args := func(k int, user int64) []any {
-		x := -1 - k
-		return []any{k, user, x, user, x, user, x, user}
-	}
+	args := func(k int, user int64) []any { return []any{k, user, -1 - k, user, user, user} }
 	return unionBatch(sqliteSuggestionReads, len(qs),
 		func(i int) []any { return args(i, qs[i].User) }, args(len(qs), 0))
+}
+
+// eachID calls fn with each id of a comma-separated list.
+func eachID(list []byte, fn func(id int64)) error {
+	for len(list) > 0 {
+		field := list
+		if i := bytes.IndexByte(list, ','); i >= 0 {
+			field, list = list[:i], list[i+1:]
+		} else {
+			list = nil
+		}
+		id, err := strconv.ParseInt(string(field), 10, 64)
+		if err != nil {
+			return fmt.Errorf("read an id list: %w", err)
+		}
+		fn(id)
+	}
+	return nil
 }
 
 // tally is one query's counts: how many of the user's follows follow
@@ -127,15 +148,15 @@ func (s *Store) rankedSuggestions(ctx context.Context, qs []SuggestionQuery, out
 	text, args := s.d.suggestionReads(qs)
 	err := s.scanBatch(ctx, text, args, func(rows *rows) error {
 		var k int
-		var id int64
-		if err := rows.Scan(&k, &id); err != nil {
+		var list sql.RawBytes
+		if err := rows.Scan(&k, &list); err != nil {
 			return err
 		}
 		switch {
 		case k >= 0 && k < len(qs):
-			ts[k].via[id]++
+			return eachID(list, func(id int64) { ts[k].via[id]++ })
 		case k < 0 && -1-k < len(qs):
-			ts[-1-k].exclude[id] = true
+			return eachID(list, func(id int64) { ts[-1-k].exclude[id] = true })
 		}
 		return nil
 	})
