@@ -17,8 +17,21 @@ import (
 
 // sqliteDSN adds the connection settings every pooled connection needs. They
 // go in the DSN because a PRAGMA run with Exec reaches only one connection.
+//
+// mmap_size lets readers take pages straight from a mapping of the file
+// (up to SQLite's limit, 2 GB) rather than through the page cache: this
+// build of SQLite (modernc.org/sqlite, with SQLITE_ENABLE_MEMORY_MANAGEMENT)
+// gives all connections one page cache behind one mutex, on which eight
+// concurrent requests queued, and a miss also cost a read system call and
+// a copy. Measured on the large graph (BENCHMARKS.md), suggestions under
+// eight concurrent callers cost a third less CPU, and the process's own
+// memory under that load fell from 60 MB to 12 MB. The mapped pages are the
+// kernel's file cache: they count in the process's resident size (as
+// RssFile), not in its own memory (RssAnon), and the kernel reclaims them
+// as it would any cached file. A read error on a mapped page would stop
+// the process (SIGBUS) rather than fail one statement.
 func sqliteDSN(dsn string) string {
-	params := "_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
+	params := "_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=mmap_size(2147418112)&_txlock=immediate"
 	if strings.Contains(dsn, "?") {
 		return dsn + "&" + params
 	}
