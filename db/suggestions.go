@@ -231,25 +231,29 @@ func (t *tally) promote(first int, ids []int64) []int64 {
 // queries, keeps the active ones among each query's best, and puts its
 // first best in out.
 func (s *Store) rankUsers(ctx context.Context, qs []SuggestionQuery, ts []*tally, out [][]Suggestion, ids []int64) error {
-	users := make(map[int64]User, len(ids))
+	// Active users by id, searched rather than hashed: a few dozen.
+	users := make([]User, 0, len(ids))
 	err := s.scanBatch(ctx, s.d.usersByID, []any{idList(ids)}, func(rows *rows) error {
-		var u User
+		users = append(users, User{})
+		u := &users[len(users)-1]
 		if err := rows.Scan(u.scanDest()...); err != nil {
 			return err
 		}
-		if !u.Deactivated {
-			users[u.ID] = u
+		if u.Deactivated {
+			users = users[:len(users)-1]
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
+	byID := func(u User, id int64) int { return cmp.Compare(u.ID, id) }
+	slices.SortFunc(users, func(a, b User) int { return byID(a, b.ID) })
 	for i, q := range qs {
 		t := ts[i]
 		for _, c := range t.pending {
-			if u, ok := users[c.User.ID]; ok {
-				c.User = u
+			if j, ok := slices.BinarySearchFunc(users, c.User.ID, byID); ok {
+				c.User = users[j]
 				t.best = append(t.best, c)
 			}
 		}
