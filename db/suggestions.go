@@ -37,9 +37,10 @@ func (s *Store) Suggestions(ctx context.Context, qs []SuggestionQuery) ([][]Sugg
 }
 
 // bySuggestionRank orders suggestions best first: followed by more of the
-// people the user follows, then by name, then by id. The dialects that
-// rank in SQL say the same with ORDER BY Via DESC, Name, Id; names
-// compare as SQLite's BINARY collation compares them, byte by byte.
+// people the user follows, then by name, then by id. Names compare byte
+// by byte, as SQLite's BINARY collation (Users.Name's) compares them. The
+// dialects that rank in SQL say the same in their ORDER BY Via DESC,
+// Name, Id, names in their own collation.
 func bySuggestionRank(a, b Suggestion) int {
 	if c := cmp.Compare(b.Via, a.Via); c != 0 {
 		return c
