@@ -89,6 +89,11 @@ type dialect struct {
 	// may get more, which the store drops.
 	pagesQuery       func(kind listKind, way pageWay, qs []PageQuery) (string, []any)
 	suggestionsQuery func(qs []SuggestionQuery) (string, []any)
+	// suggestionReads, where set, replaces suggestionsQuery: a statement
+	// that reads the data of a batch of suggestions, for the store to
+	// count and rank (see rankedSuggestions), where the dialect's SQL
+	// would group and order them by sorting.
+	suggestionReads func(qs []SuggestionQuery) (string, []any)
 
 	// arg converts a parameter to the driver's preferred form.
 	arg func(any) any

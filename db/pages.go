@@ -199,30 +199,6 @@ func (s *Store) MutualCounts(ctx context.Context, ids []int64) ([]int, error) {
 	return counts, nil
 }
 
-// Suggestions returns, for each query, the users followed by the most of
-// the people the user follows, excluding the user and those it already
-// follows; ties go by name.
-func (s *Store) Suggestions(ctx context.Context, qs []SuggestionQuery) ([][]Suggestion, error) {
-	out := make([][]Suggestion, len(qs))
-	if len(qs) == 0 {
-		return out, nil
-	}
-	text, args := s.d.suggestionsQuery(qs)
-	err := s.scanBatch(ctx, text, args, func(rows *rows) error {
-		var i int
-		var sg Suggestion
-		if err := rows.Scan(append([]any{&i, &sg.Via}, sg.User.scanDest()...)...); err != nil {
-			return err
-		}
-		out[i] = append(out[i], sg)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("load suggestions: %w", err)
-	}
-	return out, nil
-}
-
 // pages answers a batch of page queries of one kind of list. Forward and
 // backward pages read the index in opposite orders, so each way that the
 // batch holds is one statement. A statement may return more rows than a

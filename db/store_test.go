@@ -445,21 +445,24 @@ func TestListStatementsSeekTheIndex(t *testing.T) {
 			}
 		}
 	}
-	statements["suggestions"] = statement{text: suggestionsBranch}
+	statements["suggestions"] = statement{text: sqliteSuggestionReads}
 	for name, st := range statements {
 		args := []any{0, 1}
+		if name == "suggestions" {
+			args = []any{0, 1, -1, 1, 1, 1}
+		}
 		for _, cursor := range []bool{st.from, st.to} {
 			if cursor {
 				args = append(args, "x", 2)
 			}
 		}
-		if !st.from && !st.to {
+		if !st.from && !st.to && name != "suggestions" {
 			args = append(args, 2)
 		}
 		plan := queryPlan(t, s, st.text, args...)
 		for _, step := range plan {
-			if strings.HasPrefix(step, "SCAN f") || strings.HasPrefix(step, "SCAN Follows") {
-				t.Errorf("%s scans the follow table: %v", name, plan)
+			if strings.HasPrefix(step, "SCAN f") || strings.HasPrefix(step, "SCAN Follows") || strings.HasPrefix(step, "SCAN b") {
+				t.Errorf("%s scans the follow or block table: %v", name, plan)
 			}
 		}
 		if name == "suggestions" {

@@ -1,0 +1,273 @@
+package db
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Suggestions returns, for each query, the users followed by the most of
+// the people the user follows (see suggestionCandidates for who counts
+// and who is left out), best first by bySuggestionRank.
+//
+// A dialect either ranks them in SQL (suggestionsQuery), or, where its SQL
+// would aggregate by sorting, reads their data with suggestionReads and
+// the store counts, excludes and ranks here (rankedSuggestions).
+func (s *Store) Suggestions(ctx context.Context, qs []SuggestionQuery) ([][]Suggestion, error) {
+	out := make([][]Suggestion, len(qs))
+	if len(qs) == 0 {
+		return out, nil
+	}
+	var err error
+	if s.d.suggestionReads != nil {
+		err = s.rankedSuggestions(ctx, qs, out)
+	} else {
+		err = s.sqlSuggestions(ctx, qs, out)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load suggestions: %w", err)
+	}
+	return out, nil
+}
+
+// bySuggestionRank orders suggestions best first: followed by more of the
+// people the user follows, then by name, then by id. Names compare byte
+// by byte, as SQLite's BINARY collation (Users.Name's) compares them. The
+// dialects that rank in SQL say the same in their ORDER BY Via DESC,
+// Name, Id, names in their own collation.
+func bySuggestionRank(a, b Suggestion) int {
+	if c := cmp.Compare(b.Via, a.Via); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.User.Name, b.User.Name); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.User.ID, b.User.ID)
+}
+
+// sqlSuggestions runs the dialect's statement that ranks suggestions.
+func (s *Store) sqlSuggestions(ctx context.Context, qs []SuggestionQuery, out [][]Suggestion) error {
+	text, args := s.d.suggestionsQuery(qs)
+	return s.scanBatch(ctx, text, args, func(rows *rows) error {
+		var i int
+		var sg Suggestion
+		if err := rows.Scan(append([]any{&i, &sg.Via}, sg.User.scanDest()...)...); err != nil {
+			return err
+		}
+		out[i] = append(out[i], sg)
+		return nil
+	})
+}
+
+// sqliteSuggestionReads is one user's share of the data its suggestions
+// come from, as rows (k, Ids), Ids a comma-separated list: with k the
+// query's position, the people followed by the active people the user
+// follows, each once per such follow, only the newest follows counting
+// (see SuggestionVia); with k -1 minus the position, the people the user
+// follows and the people it blocks or is blocked by, whom suggestions
+// leave out. Each part is a range of an index that covers it: the
+// counting and excluding that SQLite would do by sorting groups and by a
+// lookup per row, Go does with hash maps. A list in one row rather than a
+// row per id costs a third less (BENCHMARKS.md): the driver's work per
+// row outweighs SQLite's per id.
+var sqliteSuggestionReads = `SELECT ? AS k, group_concat(f2.FolloweeId) FROM (SELECT ? AS Id) AS me
+  ` + sqliteNewestFollows("f1", "me.Id", SuggestionVia) + `
+  JOIN ` + activeUser("v", "f1.FolloweeId") + `
+  ` + sqliteNewestFollows("f2", "f1.FolloweeId", SuggestionsPerVia) + `
+UNION ALL
+SELECT ?, group_concat(x.Id) FROM (
+  SELECT f.FolloweeId AS Id FROM Follows AS f WHERE f.FollowerId = ?
+  UNION ALL
+  SELECT b.BlockedId FROM Blocks AS b WHERE b.BlockerId = ?
+  UNION ALL
+  SELECT b.BlockerId FROM Blocks AS b WHERE b.BlockedId = ?) AS x`
+
+func sqliteSuggestionReadsQuery(qs []SuggestionQuery) (string, []any) {
+	args := func(k int, user int64) []any { return []any{k, user, -1 - k, user, user, user} }
+	return unionBatch(sqliteSuggestionReads, len(qs),
+		func(i int) []any { return args(i, qs[i].User) }, args(len(qs), 0))
+}
+
+// eachID calls fn with each id of a comma-separated list.
+func eachID(list []byte, fn func(id int64)) error {
+	for len(list) > 0 {
+		field := list
+		if i := bytes.IndexByte(list, ','); i >= 0 {
+			field, list = list[:i], list[i+1:]
+		} else {
+			list = nil
+		}
+		id, err := strconv.ParseInt(string(field), 10, 64)
+		if err != nil {
+			return fmt.Errorf("read an id list: %w", err)
+		}
+		fn(id)
+	}
+	return nil
+}
+
+// tally is one query's counts: how many of the user's follows follow
+// each candidate, and whom to leave out; then its candidates on their way
+// to the answer.
+type tally struct {
+	via     map[int64]int
+	exclude map[int64]bool
+	// below are the candidates not yet known to be among the best,
+	// pending those that may be, whose users are being read, and best
+	// those that are, their users read and active.
+	below, pending, best []Suggestion
+}
+
+var tallies = sync.Pool{New: func() any {
+	return &tally{via: make(map[int64]int, 1024), exclude: make(map[int64]bool, 64)}
+}}
+
+func (t *tally) reset() {
+	clear(t.via)
+	clear(t.exclude)
+	t.below, t.pending, t.best = t.below[:0], t.pending[:0], t.best[:0]
+}
+
+// rankedSuggestions answers the batch with one statement that reads the
+// candidates' data (suggestionReads) and one that reads the users who can
+// be among each query's best: those with at least the via count of its
+// first-th best candidate, all tied at that count included, since names
+// break ties. Only when deactivated users among them leave a query short
+// does a third statement read the rest of its candidates.
+func (s *Store) rankedSuggestions(ctx context.Context, qs []SuggestionQuery, out [][]Suggestion) error {
+	ts := make([]*tally, len(qs))
+	for i := range ts {
+		ts[i] = tallies.Get().(*tally)
+		defer func(t *tally) { t.reset(); tallies.Put(t) }(ts[i])
+	}
+	text, args := s.d.suggestionReads(qs)
+	err := s.scanBatch(ctx, text, args, func(rows *rows) error {
+		var k int
+		var list sql.RawBytes
+		if err := rows.Scan(&k, &list); err != nil {
+			return err
+		}
+		switch {
+		case k >= 0 && k < len(qs):
+			return eachID(list, func(id int64) { ts[k].via[id]++ })
+		case k < 0 && -1-k < len(qs):
+			return eachID(list, func(id int64) { ts[-1-k].exclude[id] = true })
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var ids []int64
+	for i, q := range qs {
+		t := ts[i]
+		t.exclude[q.User] = true
+		for id, via := range t.via {
+			if !t.exclude[id] {
+				t.below = append(t.below, Suggestion{User: User{ID: id}, Via: via})
+			}
+		}
+		ids = t.promote(q.First, ids)
+	}
+	if err := s.rankUsers(ctx, qs, ts, out, ids); err != nil {
+		return err
+	}
+	// Deactivated users left some query short of its first, with
+	// candidates to spare: the rest of those come in too.
+	ids = ids[:0]
+	for i, q := range qs {
+		if len(ts[i].below) > 0 && len(out[i]) < q.First {
+			ids = ts[i].promote(-1, ids)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	return s.rankUsers(ctx, qs, ts, out, ids)
+}
+
+// promote moves from below to pending the candidates that can be among
+// the first best, all of them for a negative first, and adds their ids to
+// ids: those whose via is at least the first-th highest.
+func (t *tally) promote(first int, ids []int64) []int64 {
+	if first == 0 {
+		return ids
+	}
+	cut := 0 // the lowest via promoted
+	if first > 0 && first < len(t.below) {
+		// How many candidates have each via; then, from the highest via
+		// down, the one at which first are counted.
+		var hist []int
+		for _, c := range t.below {
+			if c.Via >= len(hist) {
+				hist = append(hist, make([]int, c.Via+1-len(hist))...)
+			}
+			hist[c.Via]++
+		}
+		for n, v := 0, len(hist)-1; n < first; v-- {
+			n += hist[v]
+			cut = v
+		}
+	}
+	kept := t.below[:0]
+	for _, c := range t.below {
+		if c.Via >= cut {
+			t.pending = append(t.pending, c)
+			ids = append(ids, c.User.ID)
+		} else {
+			kept = append(kept, c)
+		}
+	}
+	t.below = kept
+	return ids
+}
+
+// rankUsers reads the users of ids, the pending candidates of the
+// queries, keeps the active ones among each query's best, and puts its
+// first best in out.
+func (s *Store) rankUsers(ctx context.Context, qs []SuggestionQuery, ts []*tally, out [][]Suggestion, ids []int64) error {
+	// Active users by id, searched rather than hashed: a few dozen.
+	users := make([]User, 0, len(ids))
+	err := s.scanBatch(ctx, s.d.usersByID, []any{idList(ids)}, func(rows *rows) error {
+		users = append(users, User{})
+		u := &users[len(users)-1]
+		if err := rows.Scan(u.scanDest()...); err != nil {
+			return err
+		}
+		if u.Deactivated {
+			users = users[:len(users)-1]
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	byID := func(u User, id int64) int { return cmp.Compare(u.ID, id) }
+	slices.SortFunc(users, func(a, b User) int { return byID(a, b.ID) })
+	for i, q := range qs {
+		t := ts[i]
+		for _, c := range t.pending {
+			if j, ok := slices.BinarySearchFunc(users, c.User.ID, byID); ok {
+				c.User = users[j]
+				t.best = append(t.best, c)
+			}
+		}
+		t.pending = t.pending[:0]
+		slices.SortFunc(t.best, bySuggestionRank)
+		best := t.best
+		if q.First >= 0 && len(best) > q.First {
+			best = best[:q.First]
+		}
+		out[i] = nil
+		if len(best) > 0 {
+			out[i] = slices.Clone(best)
+		}
+	}
+	return nil
+}
