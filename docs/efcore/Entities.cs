@@ -67,3 +67,14 @@ public class Block
     public User Blocker { get; set; } = null!;
     public User Blocked { get; set; } = null!;
 }
+
+// A row of the server's event outbox: Kind 1 is FOLLOWED, 2 UNFOLLOWED.
+// Read-only for the app.
+public class FollowEvent
+{
+    public long Id { get; set; }
+    public short Kind { get; set; }
+    public int FollowerId { get; set; }
+    public int FolloweeId { get; set; }
+    public DateTime At { get; set; }
+}

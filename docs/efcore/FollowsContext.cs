@@ -14,6 +14,7 @@ public class FollowsContext(DbContextOptions<FollowsContext> options) : DbContex
     public DbSet<User> Users => Set<User>();
     public DbSet<Follow> Follows => Set<Follow>();
     public DbSet<Block> Blocks => Set<Block>();
+    public DbSet<FollowEvent> FollowEvents => Set<FollowEvent>();
 
     protected override void OnModelCreating(ModelBuilder b)
     {
@@ -181,6 +182,20 @@ public class FollowsContext(DbContextOptions<FollowsContext> options) : DbContex
                 .OnDelete(DeleteBehavior.ClientCascade).HasConstraintName("FK_Blocks_Users_BlockerId");
             k.HasIndex(x => x.BlockedId).HasDatabaseName("IX_Blocks_BlockedId");
             DatabaseClock(k.Property(x => x.CreatedAt));
+        });
+
+        // The server's outbox of live follow events (migration 8): the
+        // server writes a row in the same transaction as each follow and
+        // unfollow it makes, and its subscriptions deliver from here. The
+        // app only needs the table in its model so that its migrations
+        // leave it alone; follows the app writes itself are not announced
+        // (see README.md). No foreign keys: history outlives an account.
+        b.Entity<FollowEvent>(e =>
+        {
+            e.ToTable("FollowEvents");
+            e.HasKey(x => x.Id).HasName("PK_FollowEvents");
+            e.Property(x => x.Id).ValueGeneratedOnAdd();
+            e.HasIndex(x => x.At).HasDatabaseName("IX_FollowEvents_At");
         });
     }
 }
