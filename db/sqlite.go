@@ -18,20 +18,20 @@ import (
 // sqliteDSN adds the connection settings every pooled connection needs. They
 // go in the DSN because a PRAGMA run with Exec reaches only one connection.
 //
-// mmap_size lets readers take pages straight from a mapping of the file
-// (up to SQLite's limit, 2 GB) rather than through the page cache: this
-// build of SQLite (modernc.org/sqlite, with SQLITE_ENABLE_MEMORY_MANAGEMENT)
-// gives all connections one page cache behind one mutex, on which eight
-// concurrent requests queued, and a miss also cost a read system call and
-// a copy. Measured on the large graph (BENCHMARKS.md), suggestions under
-// eight concurrent callers cost a third less CPU, and the process's own
-// memory under that load fell from 60 MB to 12 MB. The mapped pages are the
-// kernel's file cache: they count in the process's resident size (as
-// RssFile), not in its own memory (RssAnon), and the kernel reclaims them
-// as it would any cached file. A read error on a mapped page would stop
-// the process (SIGBUS) rather than fail one statement.
+// cache_size(-1000) gives each connection a 1 MB page cache instead of
+// SQLite's 2 MB: eight pooled connections' caches were most of the
+// server's peak resident size under load (102-118 MB after the fan-out
+// query at 32 concurrent requests; 85 MB with this, at no measurable CPU
+// cost: BENCHMARKS.md, "Executor").
+//
+// Not mmap_size: reading through a mapping of the file skipped this
+// build's one shared page-cache mutex and cut suggestions' CPU by about a
+// quarter under eight callers, but every mapped page the process touched
+// counted in its resident size (the start-up check alone touched the
+// whole 500 MB file), and a read error on a mapped page stops the process
+// (SIGBUS) instead of failing one statement.
 func sqliteDSN(dsn string) string {
-	params := "_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=mmap_size(2147418112)&_txlock=immediate"
+	params := "_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=cache_size(-1000)&_txlock=immediate"
 	if strings.Contains(dsn, "?") {
 		return dsn + "&" + params
 	}
