@@ -30,8 +30,12 @@ import (
 // counted in its resident size (the start-up check alone touched the
 // whole 500 MB file), and a read error on a mapped page stops the process
 // (SIGBUS) instead of failing one statement.
+// sqliteCacheSize is every pooled connection's page cache (negative: in
+// KiB), set in the DSN and set back after a bulk import widened it.
+const sqliteCacheSize = "-1000"
+
 func sqliteDSN(dsn string) string {
-	params := "_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=cache_size(-1000)&_txlock=immediate"
+	params := "_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=cache_size(" + sqliteCacheSize + ")&_txlock=immediate"
 	if strings.Contains(dsn, "?") {
 		return dsn + "&" + params
 	}
@@ -120,7 +124,7 @@ FROM json_each(?) AS c WHERE Users.Id = c.value ->> 0`,
 		// (FolloweeId, CreatedAt, FollowerId) index of 2.9 million
 		// follows, against 8.2 s in 128 MB runs and 10.6 s in one.
 		bulkSetup: []string{`PRAGMA foreign_keys = OFF`, `PRAGMA cache_size = -32768`},
-		bulkReset: []string{`PRAGMA foreign_keys = ON`, `PRAGMA cache_size = -2000`},
+		bulkReset: []string{`PRAGMA foreign_keys = ON`, `PRAGMA cache_size = ` + sqliteCacheSize},
 	}
 	d.pagesQuery = func(kind listKind, way pageWay, qs []PageQuery) (string, []any) { return sqlitePages(d, kind, way, qs) }
 	d.suggestionReads = sqliteSuggestionReadsQuery
