@@ -5,9 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -266,4 +269,121 @@ func TestFollowEventsOverSSE(t *testing.T) {
 			t.Errorf("anonymous subscription: %s", got)
 		}
 	})
+}
+
+// smallSendBuffers accepts connections with a small kernel send buffer,
+// so that a client that stops reading fills it within kilobytes rather
+// than the megabytes loopback TCP would otherwise absorb.
+type smallSendBuffers struct{ net.Listener }
+
+func (l smallSendBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(4096)
+	}
+	return c, err
+}
+
+// smallReceiveBuffers is a client whose connections have a small kernel
+// receive buffer, the other half of what a client that does not read
+// may leave unread. It is set before connecting, as the window the
+// connection opens with is sized from it.
+func smallReceiveBuffers() *http.Client {
+	d := &net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var err error
+		if cerr := c.Control(func(fd uintptr) {
+			err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+		}); cerr != nil {
+			return cerr
+		}
+		return err
+	}}
+	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
+}
+
+// A subscriber that stops reading while events keep coming is dropped
+// with CloseSlowConsumer once its send queue is full, rather than
+// buffered without bound; what it receives before the close is the
+// first of its events, in order, and the server goes on serving.
+func TestFollowEventsSlowConsumer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := apitest.Serve(t, smallSendBuffers{ln}, api.DefaultServerConfig(), func(c *api.Config) {
+		c.Streams.SendQueue = 2
+	})
+	sc := script{t, s.Server}
+	ann := s.CreateUser("ann")
+	// Far more events than the queue and both buffers hold (9 to 48 of
+	// them fit, measured with and without -race), so that the queue has
+	// overflowed well before the last follow returns and the subscriber
+	// starts reading again.
+	const n = 150
+	followers := make([]apitest.Account, n)
+	for i := range followers {
+		followers[i] = s.CreateUser(fmt.Sprintf("f%03d", i))
+	}
+	var want []string
+	for _, f := range followers {
+		want = append(want, "FOLLOWED "+f.Name+"->ann")
+	}
+
+	// A generous deadline for what follows: without the bound, reads
+	// wait for a close that never comes.
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	ws, err := apitest.DialSocketVia(ctx, t, smallReceiveBuffers(), apitest.WebsocketURL(s.URL), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ws.Init(map[string]any{"Authorization": "Bearer " + ann.Token}); err != nil {
+		t.Fatal(err)
+	}
+	// An event ann does not hear, so that there is a cursor to subscribe
+	// after: "from now" would race the first follow.
+	sc.follow(followers[1], followers[2])
+	ws.Subscribe("1", s.EventCursor())
+	for _, f := range followers {
+		sc.follow(f, ann)
+	}
+
+	got, err := readUntilClose(ws, n)
+	if apitest.CloseStatus(err) != api.CloseSlowConsumer {
+		t.Fatalf("after %d of %d events: %v; want close %d", len(got), n, err, api.CloseSlowConsumer)
+	}
+	t.Logf("%d of %d events reached the slow subscriber before its close", len(got), n)
+	if len(got) >= n || !slices.Equal(names(got), want[:len(got)]) {
+		t.Fatalf("before its close, the slow subscriber heard %q; want fewer than all %d, in order", names(got), n)
+	}
+
+	// The server goes on serving: a follow over HTTP, and a new
+	// subscription from now that hears it.
+	live := s.Subscriber(ann.Token)
+	live.Subscribe("live", s.EventCursor())
+	sc.unfollow(followers[0], ann)
+	if e := live.Next(); e.String() != "UNFOLLOWED f000->ann" {
+		t.Errorf("after the slow subscriber's close, a new one heard %s; want UNFOLLOWED f000->ann", e)
+	}
+}
+
+// readUntilClose reads follow events from ws until it has max of them or
+// the connection ends, returning them and the error that ended it.
+func readUntilClose(ws *apitest.Socket, max int) ([]apitest.FollowEvent, error) {
+	var got []apitest.FollowEvent
+	for len(got) < max {
+		m, err := ws.Read()
+		if err != nil {
+			return got, err
+		}
+		var r struct {
+			Data   struct{ FollowEvents apitest.FollowEvent }
+			Errors []apitest.Error
+		}
+		if err := json.Unmarshal(m.Payload, &r); m.Type != "next" || err != nil || len(r.Errors) > 0 {
+			return got, fmt.Errorf("got %s %s, want an event", m.Type, m.Payload)
+		}
+		got = append(got, r.Data.FollowEvents)
+	}
+	return got, nil
 }

@@ -78,7 +78,14 @@ func WebsocketURL(base string) string {
 // subprotocol and the request headers given, without sending anything.
 // The socket lives until ctx ends or it is closed.
 func DialSocket(ctx context.Context, t testing.TB, url string, header http.Header) (*Socket, error) {
+	return DialSocketVia(ctx, t, nil, url, header)
+}
+
+// DialSocketVia is DialSocket over client's connections (the default
+// client's when nil), so that a test can shape its TCP connection.
+func DialSocketVia(ctx context.Context, t testing.TB, client *http.Client, url string, header http.Header) (*Socket, error) {
 	conn, _, err := coderws.Dial(ctx, url, &coderws.DialOptions{
+		HTTPClient:   client,
 		Subprotocols: []string{"graphql-transport-ws"},
 		HTTPHeader:   header,
 	})
