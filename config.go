@@ -258,7 +258,7 @@ func newServerFlags(stderr io.Writer, getenv func(string) string) (*config, *fla
 	fs.IntVar(&c.streams.MaxSubscriptions, "max-subscriptions", c.streams.MaxSubscriptions, "most subscriptions one websocket may run at once; more is SUBSCRIPTION_LIMIT")
 	fs.DurationVar(&c.streams.AuthTimeout, "subscription-auth-timeout", c.streams.AuthTimeout, "how long a websocket may take to send connection_init before it is closed with 4408")
 	fs.DurationVar(&c.streams.KeepAlive, "subscription-keepalive", c.streams.KeepAlive, "how often an idle subscription stream is pinged; a websocket that misses two pongs is closed")
-	fs.IntVar(&c.streams.SendQueue, "subscription-queue", c.streams.SendQueue, "messages that may wait for a slow subscriber before it is closed with 1013 (resume with the last cursor)")
+	fs.IntVar(&c.streams.SendQueue, "subscription-queue", c.streams.SendQueue, "messages that may wait for a slow subscriber; one that leaves its queue full for a second more is closed with 1013 (resume with the last cursor)")
 	return c, fs
 }
 

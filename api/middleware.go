@@ -13,6 +13,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"follows/db"
@@ -275,15 +276,33 @@ func logRequests(log *slog.Logger) func(http.Handler) http.Handler {
 			ctx = context.WithValue(ctx, requestInfoKey{}, info)
 			sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 			next.ServeHTTP(sw, r.WithContext(ctx))
-			log.Info("request", "operation", info.operation, "method", r.Method, "status", sw.status,
+			log.Info("request", "operation", info.op(), "method", r.Method, "status", sw.status,
 				"ms", float64(time.Since(start).Microseconds())/1000, "sql", st.Queries(), "sqlMs", float64(st.Duration().Microseconds())/1000)
 		})
 	}
 }
 
 // requestInfo carries what the GraphQL layer learns about a request out to
-// the request log.
-type requestInfo struct{ operation string }
+// the request log. A websocket's subscriptions run in goroutines of their
+// own, which may still be answering when the request's handler returns,
+// so the field is read and written under a lock (the race detector found
+// the unguarded field).
+type requestInfo struct {
+	mu        sync.Mutex
+	operation string
+}
+
+func (i *requestInfo) setOp(op string) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.operation = op
+}
+
+func (i *requestInfo) op() string {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.operation
+}
 
 type requestInfoKey struct{}
 

@@ -52,7 +52,7 @@ func (x responseStats) InterceptResponse(ctx context.Context, next graphql.Respo
 		x.metrics.error(code)
 	}
 	if info := requestInfoFrom(ctx); info != nil {
-		info.operation = op
+		info.setOp(op)
 	}
 	if st := db.StatsFrom(ctx); x.debug && st != nil {
 		if resp.Extensions == nil {

@@ -65,10 +65,12 @@ type StreamConfig struct {
 	// KeepAlive is how often an idle stream is pinged: a websocket that
 	// does not answer two pings is closed.
 	KeepAlive time.Duration
-	// SendQueue is how many messages may wait for a slow client before it
-	// is dropped (CloseSlowConsumer); WriteTimeout is how long one write
-	// may take before the connection is cut.
+	// SendQueue is how many messages may wait for a slow client; when
+	// they are that many, the next waits up to QueueWait for room before
+	// the client is dropped (CloseSlowConsumer). WriteTimeout is how long
+	// one write may take before the connection is cut (a dead peer).
 	SendQueue    int
+	QueueWait    time.Duration
 	WriteTimeout time.Duration
 }
 
@@ -81,6 +83,7 @@ func DefaultStreamConfig() StreamConfig {
 		// connection.
 		KeepAlive:    25 * time.Second,
 		SendQueue:    64,
+		QueueWait:    time.Second,
 		WriteTimeout: 10 * time.Second,
 	}
 }
@@ -263,7 +266,7 @@ func (s sockets) Accept(w http.ResponseWriter, r *http.Request, opts transport.W
 	if err != nil {
 		return nil, err
 	}
-	sc := &socket{conn: conn, out: make(chan frame, s.cfg.SendQueue), writeTimeout: s.cfg.WriteTimeout}
+	sc := &socket{conn: conn, out: make(chan []byte, s.cfg.SendQueue), done: make(chan struct{}), queueWait: s.cfg.QueueWait, writeTimeout: s.cfg.WriteTimeout}
 	// Set under the lock that the timer's own close takes.
 	sc.mu.Lock()
 	sc.auth = time.AfterFunc(s.cfg.AuthTimeout, func() {
@@ -274,10 +277,10 @@ func (s sockets) Accept(w http.ResponseWriter, r *http.Request, opts transport.W
 	return sc, nil
 }
 
-// frame is a message to send, or the close that ends the queue.
-type frame struct {
-	data   []byte
-	close  bool
+// ending is how a socket ends, decided once.
+type ending struct {
+	now    bool // CloseNow: no close handshake
+	drain  bool // send what is queued first
 	code   int
 	reason string
 }
@@ -285,33 +288,59 @@ type frame struct {
 // socket is one accepted websocket.
 type socket struct {
 	conn         *coderws.Conn
-	out          chan frame
+	out          chan []byte   // messages to send; never closed
+	done         chan struct{} // closed once the ending is decided
+	queueWait    time.Duration
 	writeTimeout time.Duration
 	auth         *time.Timer
 	read         atomic.Bool // a first message arrived
 
 	mu       sync.Mutex
-	closed   bool // a close is queued or under way
+	end      ending // set before done is closed
+	closed   bool
 	deadline *time.Timer
 }
 
 var errSlowConsumer = errors.New("slow consumer: the client did not read what it was sent")
 
-// write sends the queue in order until a close or a failed write.
+// write sends the queue in order until the socket ends or a write fails.
 func (s *socket) write() {
-	for f := range s.out {
-		if f.close {
-			s.conn.Close(coderws.StatusCode(f.code), f.reason)
-			return
+	for {
+		select {
+		case b := <-s.out:
+			if !s.send(b) {
+				return
+			}
+			continue
+		case <-s.done:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), s.writeTimeout)
-		err := s.conn.Write(ctx, coderws.MessageText, f.data)
-		cancel()
-		if err != nil {
-			s.conn.CloseNow()
+		// done: ending is set, and nothing is added to out any more
+		// that matters.
+		switch e := s.end; {
+		case e.now:
 			return
+		case e.drain:
+			for len(s.out) > 0 {
+				if !s.send(<-s.out) {
+					return
+				}
+			}
 		}
+		s.conn.Close(coderws.StatusCode(s.end.code), s.end.reason)
+		return
 	}
+}
+
+// send writes one message, or cuts the connection when it cannot within
+// writeTimeout.
+func (s *socket) send(b []byte) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), s.writeTimeout)
+	defer cancel()
+	if err := s.conn.Write(ctx, coderws.MessageText, b); err != nil {
+		s.conn.CloseNow()
+		return false
+	}
+	return true
 }
 
 func (s *socket) NextReader() (int, io.Reader, error) {
@@ -331,59 +360,66 @@ func (s *socket) NextReader() (int, io.Reader, error) {
 	return int(typ), bytes.NewReader(data), nil
 }
 
-// WriteJSON queues v; a full queue drops the client.
+// WriteJSON queues v. When the queue is full it waits, up to queueWait,
+// for the writer to make room: a client that reads (one replaying a long
+// backlog after a resume, say) only slows the subscription down to its
+// own pace, while one that has stopped reading is dropped with
+// CloseSlowConsumer, to resume later from its last cursor (the close
+// frame goes out once the write in progress completes, that is when the
+// client reads again, or the connection is cut after writeTimeout).
+// Dropping at once on a full queue made a resume with a backlog longer than the
+// queue fail every time, with no event delivered.
 func (s *socket) WriteJSON(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return net.ErrClosed
-	}
 	select {
-	case s.out <- frame{data: b}:
+	case s.out <- b:
 		return nil
+	case <-s.done:
+		return net.ErrClosed
 	default:
 	}
-	s.closeLocked(CloseSlowConsumer, "slow consumer: resume with the last cursor received")
+	wait := time.NewTimer(s.queueWait)
+	defer wait.Stop()
+	select {
+	case s.out <- b:
+		return nil
+	case <-s.done:
+		return net.ErrClosed
+	case <-wait.C:
+	}
+	s.finish(ending{code: CloseSlowConsumer, reason: "slow consumer: resume with the last cursor received"})
 	return errSlowConsumer
 }
 
-// WriteClose queues the close after what is queued, or, when the queue is
-// full, closes at once.
+// WriteClose closes after what is queued.
 func (s *socket) WriteClose(code int, reason string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.closed {
-		s.closeLocked(code, reason)
-	}
+	s.finish(ending{drain: true, code: code, reason: reason})
 	return nil
 }
 
-func (s *socket) closeLocked(code int, reason string) {
+// finish decides how the socket ends, once, and tells the writer.
+func (s *socket) finish(e ending) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
 	s.closed = true
 	s.auth.Stop()
-	select {
-	case s.out <- frame{close: true, code: code, reason: reason}:
-	default:
-		go s.conn.Close(coderws.StatusCode(code), reason)
-	}
-	close(s.out)
+	s.end = e
+	close(s.done)
+	return true
 }
 
 // Close ends the connection unless a close handshake is under way, which
 // ends it.
 func (s *socket) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	if !s.finish(ending{now: true}) {
 		return nil
 	}
-	s.closed = true
-	s.auth.Stop()
-	close(s.out)
 	return s.conn.CloseNow()
 }
 

@@ -152,7 +152,10 @@ type feed struct {
 	last    atomic.Int64
 	mu      sync.Mutex
 	changed chan struct{}
-	start   sync.Once
+	// run guards stop, done and stopped: a subscription may start the
+	// feed while the store is closing.
+	run     sync.Mutex
+	stopped bool
 	stop    context.CancelFunc
 	done    chan struct{}
 	// recipients holds who may hear of the events of the ranges read
@@ -345,31 +348,39 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time) (int64, error
 // startFeed starts, once, what keeps the feed current: PostgreSQL's
 // listener or the poll, and the pruning. It stops when the store closes.
 func (s *Store) startFeed() {
-	s.feed.start.Do(func() {
-		if s.feed.cfg == (EventsConfig{}) {
-			s.feed.cfg = DefaultEventsConfig()
+	s.feed.run.Lock()
+	defer s.feed.run.Unlock()
+	if s.feed.stopped || s.feed.stop != nil {
+		return
+	}
+	if s.feed.cfg == (EventsConfig{}) {
+		s.feed.cfg = DefaultEventsConfig()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.feed.stop, s.feed.done = cancel, make(chan struct{})
+	go func() {
+		defer close(s.feed.done)
+		var wg sync.WaitGroup
+		wg.Go(func() { s.pruneLoop(ctx) })
+		if s.d.name == "postgres" {
+			wg.Go(func() { s.listen(ctx) })
+		} else {
+			wg.Go(func() { s.pollLoop(ctx, s.feed.cfg.Poll) })
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		s.feed.stop, s.feed.done = cancel, make(chan struct{})
-		go func() {
-			defer close(s.feed.done)
-			var wg sync.WaitGroup
-			wg.Go(func() { s.pruneLoop(ctx) })
-			if s.d.name == "postgres" {
-				wg.Go(func() { s.listen(ctx) })
-			} else {
-				wg.Go(func() { s.pollLoop(ctx, s.feed.cfg.Poll) })
-			}
-			wg.Wait()
-		}()
-	})
+		wg.Wait()
+	}()
 }
 
-// stopFeed ends the feed's goroutines, if they were started.
+// stopFeed ends the feed's goroutines, if they were started, and keeps
+// them from starting after.
 func (s *Store) stopFeed() {
-	if s.feed.stop != nil {
-		s.feed.stop()
-		<-s.feed.done
+	s.feed.run.Lock()
+	s.feed.stopped = true
+	stop, done := s.feed.stop, s.feed.done
+	s.feed.run.Unlock()
+	if stop != nil {
+		stop()
+		<-done
 	}
 }
 
