@@ -222,21 +222,20 @@ func (s *Store) adopt(ctx context.Context, r runner, dry bool) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	var plan Plan
-	switch {
-	case tables[goose.DefaultTablename]:
-		plan = Plan{Shape: ShapeOurs}
-	case !tables["Users"]:
-		plan = Plan{Shape: ShapeNew}
+	shape, err := shapeOf(tables)
+	if err != nil {
+		return Plan{}, fmt.Errorf("adopt: %w", err)
+	}
+	plan := Plan{Shape: shape}
+	switch shape {
+	case ShapeNew:
 		if dry {
 			err = markMigrated(ctx, r)
 		}
-	case tables["UserUser"] && !tables["Follows"]:
+	case ShapeConvention:
 		plan, err = s.convertUserUser(ctx, r)
-	case tables["Follows"]:
+	case ShapeJoinEntity:
 		plan, err = s.adoptFollows(ctx, r)
-	default:
-		return Plan{}, errors.New("adopt: a Users table without follows (neither UserUser nor Follows): not a database of this model")
 	}
 	if err == nil && (plan.Shape == ShapeConvention || plan.Shape == ShapeJoinEntity) {
 		var says []string
@@ -260,6 +259,23 @@ func (s *Store) adopt(ctx context.Context, r runner, dry bool) (Plan, error) {
 		}
 	}
 	return plan, nil
+}
+
+// shapeOf names a database's shape from the tables it has (see the
+// Shape constants): adoption and export tell shapes apart by this one
+// rule.
+func shapeOf(tables map[string]bool) (string, error) {
+	switch {
+	case tables[goose.DefaultTablename]:
+		return ShapeOurs, nil
+	case !tables["Users"]:
+		return ShapeNew, nil
+	case tables["Follows"]:
+		return ShapeJoinEntity, nil
+	case tables["UserUser"]:
+		return ShapeConvention, nil
+	}
+	return "", errors.New("a Users table without follows (neither UserUser nor Follows): not a database of this model")
 }
 
 // catalogueTables runs a dialect's query for the names of the tables.

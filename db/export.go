@@ -29,15 +29,11 @@ import (
 // go-mssqldb has no read-only transaction and SNAPSHOT needs the
 // database's consent: export it while it takes no writes.
 
-// exportCatalogue is how each dialect lists a table's columns, and the
-// transaction a graph is read in.
-var exportCatalogue = map[string]struct {
-	columns string
-	tx      *sql.TxOptions
-}{
-	"sqlite":    {`SELECT name FROM pragma_table_info(?)`, &sql.TxOptions{ReadOnly: true}},
-	"postgres":  {`SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ?`, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead}},
-	"sqlserver": {`SELECT c.name FROM sys.columns AS c WHERE c.object_id = OBJECT_ID(?)`, nil},
+// exportTx is the transaction each dialect reads a graph in.
+var exportTx = map[string]*sql.TxOptions{
+	"sqlite":    {ReadOnly: true},
+	"postgres":  {ReadOnly: true, Isolation: sql.LevelRepeatableRead},
+	"sqlserver": nil,
 }
 
 // GraphReader reads one graph out of a database, in one transaction;
@@ -92,11 +88,11 @@ func OpenGraph(ctx context.Context, dsn string) (*GraphReader, error) {
 func (s *Store) ReadGraph(ctx context.Context) (*GraphReader, error) { return s.readGraph(ctx) }
 
 func (s *Store) readGraph(ctx context.Context) (_ *GraphReader, err error) {
-	cat, ok := exportCatalogue[s.d.name]
+	opts, ok := exportTx[s.d.name]
 	if !ok {
 		return nil, fmt.Errorf("export: not built for %s", s.d.name)
 	}
-	tx, err := s.db.BeginTx(ctx, cat.tx)
+	tx, err := s.db.BeginTx(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("export: begin: %w", err)
 	}
@@ -106,42 +102,31 @@ func (s *Store) readGraph(ctx context.Context) (_ *GraphReader, err error) {
 		}
 	}()
 	g := &GraphReader{r: runner{s: s, tx: tx}, cols: map[string]map[string]bool{}, closeDB: tx.Rollback, readAt: nowUTC().Truncate(time.Microsecond)}
+	// The columns of each table there is, as adoption reads them.
+	tables := map[string]bool{}
 	for _, table := range []string{"Users", "Follows", "UserUser", "Blocks", goose.DefaultTablename} {
-		cols := map[string]bool{}
-		rows, err := g.r.query(ctx, cat.columns, table)
+		defs, err := s.d.adoption.catalogue.describeColumns(ctx, g.r, table)
 		if err != nil {
 			return nil, fmt.Errorf("export: read the catalogue: %w", err)
 		}
-		for rows.Next() {
-			var c string
-			if err := rows.Scan(&c); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			cols[c] = true
+		if len(defs) == 0 {
+			continue
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-		if len(cols) > 0 {
-			g.cols[table] = cols
+		tables[table], g.cols[table] = true, map[string]bool{}
+		for _, c := range defs {
+			g.cols[table][c.name] = true
 		}
 	}
-	switch {
-	case g.cols["Users"] == nil:
+	if !tables["Users"] {
 		return nil, errors.New("export: no Users table: not a database of this model")
-	case g.cols[goose.DefaultTablename] != nil:
-		g.Shape = ShapeOurs
+	}
+	if g.Shape, err = shapeOf(tables); err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	if g.Shape == ShapeOurs {
 		if err := g.checkVersion(ctx); err != nil {
 			return nil, err
 		}
-	case g.cols["Follows"] != nil:
-		g.Shape = ShapeJoinEntity
-	case g.cols["UserUser"] != nil:
-		g.Shape = ShapeConvention
-	default:
-		return nil, errors.New("export: a Users table without follows (neither UserUser nor Follows): not a database of this model")
 	}
 	if g.LastUserID, err = s.d.lastUserID(ctx, g.r); err != nil {
 		return nil, fmt.Errorf("export: read the last user id: %w", err)
