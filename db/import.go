@@ -435,19 +435,13 @@ type followLoad struct {
 func (s *Store) newFollowLoad(ctx context.Context, r runner) (*followLoad, error) {
 	l := &followLoad{ctx: ctx, r: r, counts: map[int64]*[2]int{}, deactivated: map[int64]bool{}}
 	l.sink = s.rowSink(ctx, r, "Follows", followImportColumns, func(v []any) string { return fmt.Sprintf("follow %v -> %v", v[0], v[1]) })
-	rows, err := r.query(ctx, deactivatedIDs)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
+	err := scanRows(ctx, r, deactivatedIDs, func(rs *rows) error {
 		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
+		err := rs.Scan(&id)
 		l.deactivated[id] = true
-	}
-	return l, rows.Err()
+		return err
+	})
+	return l, err
 }
 
 func (l *followLoad) add(f FollowRow) error {
