@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -95,15 +94,13 @@ func keepSecret(file string) (secret string, made bool, err error) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return secret, false, err
 	}
-	b := make([]byte, 48)
-	rand.Read(b)
 	tmp, err := os.CreateTemp(filepath.Dir(file), filepath.Base(file)+".*")
 	if err != nil {
 		return "", false, fmt.Errorf("make the token secret file: %w", err)
 	}
 	defer os.Remove(tmp.Name())
 	// CreateTemp makes the file 0600.
-	_, err = tmp.WriteString(base64.StdEncoding.EncodeToString(b) + "\n")
+	_, err = tmp.WriteString(base64.StdEncoding.EncodeToString(auth.RandomSecret()) + "\n")
 	if err == nil {
 		err = tmp.Sync()
 	}
