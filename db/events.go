@@ -76,9 +76,8 @@ JOIN ` + activeUser("v", "?") + `
 WHERE e.Id > ? AND e.Id <= ? AND e.FollowerId <> v.Id
 AND (e.FolloweeId = v.Id OR (e.Kind = ? AND EXISTS (SELECT 1 FROM Follows AS f
     WHERE f.FollowerId = v.Id AND f.FolloweeId = e.FollowerId AND f.NotificationsEnabled = ? AND f.Muted = ?)))
-AND NOT EXISTS (SELECT 1 FROM Blocks AS k
-    WHERE (k.BlockerId = v.Id AND k.BlockedId IN (e.FollowerId, e.FolloweeId))
-       OR (k.BlockedId = v.Id AND k.BlockerId IN (e.FollowerId, e.FolloweeId)))
+AND ` + notBlocked("v.Id", "e.FollowerId") + `
+AND ` + notBlocked("v.Id", "e.FolloweeId") + `
 ORDER BY e.Id`
 
 // eventRecipients is who may hear of the events in an Id range (the
