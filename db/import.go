@@ -108,8 +108,9 @@ const maxImportErrors = 20
 
 // ImportStats say what an import loaded, and where its time went: Load
 // checking and writing the rows, Rebuild making the set-aside indexes and
-// triggers again, Recount the counts of the users it touched (with the
-// statements that end it, such as fresh planner statistics).
+// triggers again (and checking follows across blocks), Recount the counts
+// of the users it touched (with the statements that end it, such as fresh
+// planner statistics); each is read off the one phase clock.
 type ImportStats struct {
 	Users, Blocks, Follows int
 	Load, Rebuild, Recount time.Duration
@@ -131,10 +132,12 @@ type phaseClock struct {
 	last time.Time
 }
 
-func (c *phaseClock) mark(name string) {
+func (c *phaseClock) mark(name string) time.Duration {
 	now := time.Now()
-	c.st.Phases = append(c.st.Phases, ImportPhase{name, now.Sub(c.last)})
+	took := now.Sub(c.last)
+	c.st.Phases = append(c.st.Phases, ImportPhase{name, took})
 	c.last = now
+	return took
 }
 
 // importBatch is how many rows one INSERT carries: 5 columns x 300 rows
@@ -185,8 +188,7 @@ func (s *Store) ImportGraph(ctx context.Context, g Graph, progress func(follows 
 	if s.d.setAsideFollowIndexes == nil || s.d.keepUserIDsAbove == nil {
 		return ImportStats{}, fmt.Errorf("import: bulk import is not built for %s", s.d.name)
 	}
-	start := time.Now()
-	clock := &phaseClock{st: &st, last: start}
+	clock := &phaseClock{st: &st, last: time.Now()}
 	err := s.bulkTx(ctx, func(r runner) error {
 		ids, names, externals, err := existingUsers(ctx, r)
 		if err != nil {
@@ -253,7 +255,7 @@ func (s *Store) ImportGraph(ctx context.Context, g Graph, progress func(follows 
 			return err
 		}
 		st.Blocks = len(blocks)
-		clock.mark("users and blocks")
+		users := clock.mark("users and blocks")
 
 		fresh, err := noFollows(ctx, r)
 		if err != nil {
@@ -301,16 +303,14 @@ func (s *Store) ImportGraph(ctx context.Context, g Graph, progress func(follows 
 		if progress != nil {
 			progress(st.Follows)
 		}
-		st.Load = time.Since(start)
-		clock.mark("follows")
+		st.Load = users + clock.mark("follows")
 		if err := restore(); err != nil {
 			return err
 		}
-		st.Rebuild = time.Since(start) - st.Load
 		if err := refuseFollowsAcrossBlocks(ctx, r, blocks); err != nil {
 			return err
 		}
-		clock.mark("indexes and triggers")
+		st.Rebuild = clock.mark("indexes and triggers")
 		// The set-aside triggers did not count the imported follows.
 		if err := load.setCounts(fresh); err != nil {
 			return err
@@ -320,8 +320,7 @@ func (s *Store) ImportGraph(ctx context.Context, g Graph, progress func(follows 
 				return err
 			}
 		}
-		st.Recount = time.Since(start) - st.Load - st.Rebuild
-		clock.mark("counts")
+		st.Recount = clock.mark("counts")
 		return nil
 	})
 	clock.mark("commit")
