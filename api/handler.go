@@ -4,6 +4,7 @@
 package api
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"follows/graphiql"
 	"follows/resolvers"
 
+	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
@@ -158,22 +160,33 @@ func newGraphQL(res *resolvers.Resolver, cfg Config, log *slog.Logger, m *Metric
 	gql.SetQueryCache(queries)
 	gql.SetParserTokenLimit(cfg.MaxTokens)
 	if !cfg.NoIntrospection {
-		gql.Use(extension.Introspection{})
+		use(gql, extension.Introspection{})
 	}
-	gql.Use(extension.AutomaticPersistedQuery{Cache: persisted})
-	gql.Use(&complexityLimit{Max: cfg.MaxComplexity})
-	gql.Use(Limits{MaxDepth: cfg.MaxDepth, MaxAliases: cfg.MaxAliases, MaxOperations: cfg.MaxOperations})
-	gql.Use(newRateLimits(cfg.SignupRate, cfg.MutationRate))
-	gql.Use(subscriptionLimit{Max: cfg.Streams.MaxSubscriptions})
+	use(gql, extension.AutomaticPersistedQuery{Cache: persisted})
+	use(gql, &complexityLimit{Max: cfg.MaxComplexity})
+	use(gql, Limits{MaxDepth: cfg.MaxDepth, MaxAliases: cfg.MaxAliases, MaxOperations: cfg.MaxOperations})
+	use(gql, newRateLimits(cfg.SignupRate, cfg.MutationRate))
+	use(gql, subscriptionLimit{Max: cfg.Streams.MaxSubscriptions})
 	// After the other limits: it checks the document once the persisted
 	// query is known, and accepts it once every other limit has passed.
-	gql.Use(admission{
+	use(gql, admission{
 		limits:  documentLimits{MaxTokens: cfg.MaxTokens, MaxSelections: cfg.MaxSelections, MaxBreadth: cfg.MaxBreadth, MaxOverlaps: cfg.MaxOverlaps},
 		queries: queries, persisted: persisted,
 	})
 	gql.SetErrorPresenter(resolvers.ErrorPresenter(log))
 	gql.SetRecoverFunc(resolvers.Recover(log))
-	gql.Use(responseStats{metrics: m, debug: cfg.Debug})
-	gql.Use(responseLimits{MaxErrors: cfg.MaxErrors, MaxBytes: cfg.MaxResponse}) // inside responseStats, which counts what it sends
+	use(gql, responseStats{metrics: m, debug: cfg.Debug})
+	use(gql, responseLimits{MaxErrors: cfg.MaxErrors, MaxBytes: cfg.MaxResponse}) // inside responseStats, which counts what it sends
 	return gql
+}
+
+// use adds an extension to gql. None may intercept fields: the generated
+// code marshals plain fields (a user's name, a follow's time) without
+// the field context that such an interceptor would be given (see
+// graph/internal/gqlgen), so it would silently miss them.
+func use(gql *handler.Server, ext graphql.HandlerExtension) {
+	if _, ok := ext.(graphql.FieldInterceptor); ok {
+		panic(fmt.Sprintf("api: extension %s intercepts fields, which plain fields skip (see graph/internal/gqlgen)", ext.ExtensionName()))
+	}
+	gql.Use(ext)
 }

@@ -7,6 +7,7 @@ package graph
 
 import (
 	"context"
+	"io"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -88,4 +89,51 @@ func deferredGroup(ctx context.Context, fields []graphql.CollectedField) graphql
 		}
 	}
 	return graphql.DeferredGroup{Context: ctx}
+}
+
+// fieldSet is an object's fields and their values, graphql's FieldSet,
+// with a MarshalGQL that writes them without what graphql's allocates for
+// every object it writes: a map of the names written, an iterator and a
+// pointer to each field (a fifth of the fan-out query's allocations).
+type fieldSet struct {
+	*graphql.FieldSet
+	fields []graphql.CollectedField
+}
+
+func newFieldSet(fields []graphql.CollectedField) fieldSet {
+	return fieldSet{graphql.NewFieldSet(fields), fields}
+}
+
+// MarshalGQL writes the object as graphql.FieldSet does: each response
+// name once, the first field's value for it. Response names are GraphQL
+// names ([_A-Za-z][_0-9A-Za-z]*), which JSON needs no escapes for.
+func (fs fieldSet) MarshalGQL(w io.Writer) {
+	var buf [64]byte
+	b := append(buf[:0], '{')
+	for i := range fs.fields {
+		alias := fs.fields[i].Alias
+		if written(fs.fields[:i], alias) {
+			continue
+		}
+		if i > 0 { // the first field is always written
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, alias...)
+		b = append(b, '"', ':')
+		w.Write(b)
+		b = buf[:0]
+		fs.Values[i].MarshalGQL(w)
+	}
+	w.Write(append(b, '}'))
+}
+
+// written tells whether one of fields has the response name alias.
+func written(fields []graphql.CollectedField, alias string) bool {
+	for i := range fields {
+		if fields[i].Alias == alias {
+			return true
+		}
+	}
+	return false
 }

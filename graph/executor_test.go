@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -65,5 +66,41 @@ func TestDeferredGroup(t *testing.T) {
 	deferred := append(plain, graphql.CollectedField{Field: &ast.Field{Name: "followers"}, Deferrables: []*graphql.Deferrable{{Label: "later"}}})
 	if g := deferredGroup(ctx, deferred); g.FieldSet == nil || g.Defers == nil {
 		t.Errorf("a deferred field: %+v, want gqlgen's group", g)
+	}
+}
+
+// An object is written as gqlgen's FieldSet writes it: its fields in
+// order, each response name once, with the first field's value.
+func TestFieldSetMarshal(t *testing.T) {
+	fields := []graphql.CollectedField{
+		{Field: &ast.Field{Alias: "name"}},
+		{Field: &ast.Field{Alias: "n2"}},
+		{Field: &ast.Field{Alias: "name"}},
+		{Field: &ast.Field{Alias: "__typename"}},
+	}
+	for _, c := range []struct {
+		fields []graphql.CollectedField
+		want   string
+	}{
+		{nil, `{}`},
+		{fields[:1], `{"name":"a"}`},
+		{fields, `{"name":"a","n2":"b","__typename":"d"}`},
+	} {
+		fs := newFieldSet(c.fields)
+		for i := range fs.Values {
+			fs.Values[i] = graphql.MarshalString(string(rune('a' + i)))
+		}
+		var b bytes.Buffer
+		fs.MarshalGQL(&b)
+		if b.String() != c.want {
+			t.Errorf("got %s, want %s", b.String(), c.want)
+		}
+		var want bytes.Buffer
+		gq := graphql.NewFieldSet(c.fields)
+		copy(gq.Values, fs.Values)
+		gq.MarshalGQL(&want)
+		if b.String() != want.String() {
+			t.Errorf("got %s, gqlgen's FieldSet writes %s", b.String(), want.String())
+		}
 	}
 }

@@ -1784,92 +1784,28 @@ func (ec *executionContext) fieldContext_BlockPayload_blocked(_ context.Context,
 }
 
 func (ec *executionContext) _BlockPayload_alreadyBlocked(ctx context.Context, field graphql.CollectedField, obj *model.BlockPayload) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_BlockPayload_alreadyBlocked(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.AlreadyBlocked, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
-			return ec.marshalNBoolean2bool(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.AlreadyBlocked)
 }
 func (ec *executionContext) fieldContext_BlockPayload_alreadyBlocked(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("BlockPayload", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _BlockPayload_removedFollows(ctx context.Context, field graphql.CollectedField, obj *model.BlockPayload) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_BlockPayload_removedFollows(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.RemovedFollows, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNInt2int(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNInt2int(ctx, field.Selections, obj.RemovedFollows)
 }
 func (ec *executionContext) fieldContext_BlockPayload_removedFollows(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("BlockPayload", field, false, false, "Int")
 }
 
 func (ec *executionContext) _BlockPayload_blockerId(ctx context.Context, field graphql.CollectedField, obj *model.BlockPayload) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_BlockPayload_blockerId(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.BlockerID(), nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNID2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNID2string(ctx, field.Selections, obj.BlockerID())
 }
 func (ec *executionContext) fieldContext_BlockPayload_blockerId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("BlockPayload", field, true, false, "ID")
 }
 
 func (ec *executionContext) _BlockPayload_blockedId(ctx context.Context, field graphql.CollectedField, obj *model.BlockPayload) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_BlockPayload_blockedId(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.BlockedID(), nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNID2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNID2string(ctx, field.Selections, obj.BlockedID())
 }
 func (ec *executionContext) fieldContext_BlockPayload_blockedId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("BlockPayload", field, true, false, "ID")
@@ -1908,23 +1844,7 @@ func (ec *executionContext) fieldContext_CreateUserPayload_user(_ context.Contex
 }
 
 func (ec *executionContext) _CreateUserPayload_token(ctx context.Context, field graphql.CollectedField, obj *model.CreateUserPayload) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_CreateUserPayload_token(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Token, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Token)
 }
 func (ec *executionContext) fieldContext_CreateUserPayload_token(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("CreateUserPayload", field, false, false, "String")
@@ -1963,69 +1883,21 @@ func (ec *executionContext) fieldContext_DeactivatePayload_user(_ context.Contex
 }
 
 func (ec *executionContext) _DeactivatePayload_deactivated(ctx context.Context, field graphql.CollectedField, obj *model.DeactivatePayload) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_DeactivatePayload_deactivated(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Deactivated, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
-			return ec.marshalNBoolean2bool(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.Deactivated)
 }
 func (ec *executionContext) fieldContext_DeactivatePayload_deactivated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("DeactivatePayload", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _DeleteUserPayload_deletedUserId(ctx context.Context, field graphql.CollectedField, obj *model.DeleteUserPayload) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_DeleteUserPayload_deletedUserId(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.DeletedUserID, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNID2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNID2string(ctx, field.Selections, obj.DeletedUserID)
 }
 func (ec *executionContext) fieldContext_DeleteUserPayload_deletedUserId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("DeleteUserPayload", field, false, false, "ID")
 }
 
 func (ec *executionContext) _DeleteUserPayload_deletedFollows(ctx context.Context, field graphql.CollectedField, obj *model.DeleteUserPayload) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_DeleteUserPayload_deletedFollows(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.DeletedFollows, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNInt2int(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNInt2int(ctx, field.Selections, obj.DeletedFollows)
 }
 func (ec *executionContext) fieldContext_DeleteUserPayload_deletedFollows(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("DeleteUserPayload", field, false, false, "Int")
@@ -2151,23 +2023,7 @@ func (ec *executionContext) fieldContext_FollowConnection_totalCount(_ context.C
 }
 
 func (ec *executionContext) _FollowEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.FollowEdge) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_FollowEdge_cursor(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Cursor(), nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Cursor())
 }
 func (ec *executionContext) fieldContext_FollowEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("FollowEdge", field, true, false, "String")
@@ -2206,23 +2062,7 @@ func (ec *executionContext) fieldContext_FollowEdge_node(_ context.Context, fiel
 }
 
 func (ec *executionContext) _FollowEdge_followedAt(ctx context.Context, field graphql.CollectedField, obj *model.FollowEdge) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_FollowEdge_followedAt(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.FollowedAt, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
-			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNTime2timeᚐTime(ctx, field.Selections, obj.FollowedAt)
 }
 func (ec *executionContext) fieldContext_FollowEdge_followedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("FollowEdge", field, false, false, "Time")
@@ -2275,46 +2115,14 @@ func (ec *executionContext) fieldContext_FollowEdge_notificationsEnabled(_ conte
 }
 
 func (ec *executionContext) _FollowEvent_cursor(ctx context.Context, field graphql.CollectedField, obj *model.FollowEvent) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_FollowEvent_cursor(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Cursor, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Cursor)
 }
 func (ec *executionContext) fieldContext_FollowEvent_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("FollowEvent", field, false, false, "String")
 }
 
 func (ec *executionContext) _FollowEvent_kind(ctx context.Context, field graphql.CollectedField, obj *model.FollowEvent) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_FollowEvent_kind(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Kind, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v model.FollowEventKind) graphql.Marshaler {
-			return ec.marshalNFollowEventKind2followsᚋgraphᚋmodelᚐFollowEventKind(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNFollowEventKind2followsᚋgraphᚋmodelᚐFollowEventKind(ctx, field.Selections, obj.Kind)
 }
 func (ec *executionContext) fieldContext_FollowEvent_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("FollowEvent", field, false, false, "FollowEventKind")
@@ -2385,23 +2193,7 @@ func (ec *executionContext) fieldContext_FollowEvent_followee(_ context.Context,
 }
 
 func (ec *executionContext) _FollowEvent_at(ctx context.Context, field graphql.CollectedField, obj *model.FollowEvent) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_FollowEvent_at(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.At, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
-			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNTime2timeᚐTime(ctx, field.Selections, obj.At)
 }
 func (ec *executionContext) fieldContext_FollowEvent_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("FollowEvent", field, false, false, "Time")
@@ -2472,46 +2264,14 @@ func (ec *executionContext) fieldContext_FollowPayload_followee(_ context.Contex
 }
 
 func (ec *executionContext) _FollowPayload_followedAt(ctx context.Context, field graphql.CollectedField, obj *model.FollowPayload) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_FollowPayload_followedAt(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.FollowedAt, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
-			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNTime2timeᚐTime(ctx, field.Selections, obj.FollowedAt)
 }
 func (ec *executionContext) fieldContext_FollowPayload_followedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("FollowPayload", field, false, false, "Time")
 }
 
 func (ec *executionContext) _FollowPayload_alreadyFollowing(ctx context.Context, field graphql.CollectedField, obj *model.FollowPayload) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_FollowPayload_alreadyFollowing(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.AlreadyFollowing, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
-			return ec.marshalNBoolean2bool(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.AlreadyFollowing)
 }
 func (ec *executionContext) fieldContext_FollowPayload_alreadyFollowing(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("FollowPayload", field, false, false, "Boolean")
@@ -2954,46 +2714,14 @@ func (ec *executionContext) fieldContext_Mutation_reactivateAccount(_ context.Co
 }
 
 func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_PageInfo_hasNextPage(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.HasNextPage, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
-			return ec.marshalNBoolean2bool(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.HasNextPage)
 }
 func (ec *executionContext) fieldContext_PageInfo_hasNextPage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _PageInfo_hasPreviousPage(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_PageInfo_hasPreviousPage(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.HasPreviousPage, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
-			return ec.marshalNBoolean2bool(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.HasPreviousPage)
 }
 func (ec *executionContext) fieldContext_PageInfo_hasPreviousPage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, "Boolean")
@@ -3406,46 +3134,14 @@ func (ec *executionContext) fieldContext_Suggestion_user(_ context.Context, fiel
 }
 
 func (ec *executionContext) _Suggestion_via(ctx context.Context, field graphql.CollectedField, obj *model.Suggestion) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Suggestion_via(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Via, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNInt2int(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNInt2int(ctx, field.Selections, obj.Via)
 }
 func (ec *executionContext) fieldContext_Suggestion_via(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Suggestion", field, false, false, "Int")
 }
 
 func (ec *executionContext) _UnblockPayload_wasBlocked(ctx context.Context, field graphql.CollectedField, obj *model.UnblockPayload) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_UnblockPayload_wasBlocked(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.WasBlocked, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
-			return ec.marshalNBoolean2bool(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.WasBlocked)
 }
 func (ec *executionContext) fieldContext_UnblockPayload_wasBlocked(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("UnblockPayload", field, false, false, "Boolean")
@@ -3516,161 +3212,49 @@ func (ec *executionContext) fieldContext_UnfollowPayload_followee(_ context.Cont
 }
 
 func (ec *executionContext) _UnfollowPayload_wasFollowing(ctx context.Context, field graphql.CollectedField, obj *model.UnfollowPayload) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_UnfollowPayload_wasFollowing(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.WasFollowing, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
-			return ec.marshalNBoolean2bool(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.WasFollowing)
 }
 func (ec *executionContext) fieldContext_UnfollowPayload_wasFollowing(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("UnfollowPayload", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _UnfollowPayload_followerId(ctx context.Context, field graphql.CollectedField, obj *model.UnfollowPayload) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_UnfollowPayload_followerId(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.FollowerID(), nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNID2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNID2string(ctx, field.Selections, obj.FollowerID())
 }
 func (ec *executionContext) fieldContext_UnfollowPayload_followerId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("UnfollowPayload", field, true, false, "ID")
 }
 
 func (ec *executionContext) _UnfollowPayload_followeeId(ctx context.Context, field graphql.CollectedField, obj *model.UnfollowPayload) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_UnfollowPayload_followeeId(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.FolloweeID(), nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNID2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNID2string(ctx, field.Selections, obj.FolloweeID())
 }
 func (ec *executionContext) fieldContext_UnfollowPayload_followeeId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("UnfollowPayload", field, true, false, "ID")
 }
 
 func (ec *executionContext) _User_id(ctx context.Context, field graphql.CollectedField, obj *db.User) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_User_id(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ID, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
-			return ec.marshalNID2int64(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNID2int64(ctx, field.Selections, obj.ID)
 }
 func (ec *executionContext) fieldContext_User_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("User", field, false, false, "ID")
 }
 
 func (ec *executionContext) _User_name(ctx context.Context, field graphql.CollectedField, obj *db.User) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_User_name(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Name, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Name)
 }
 func (ec *executionContext) fieldContext_User_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("User", field, false, false, "String")
 }
 
 func (ec *executionContext) _User_followerCount(ctx context.Context, field graphql.CollectedField, obj *db.User) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_User_followerCount(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.FollowerCount, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNInt2int(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNInt2int(ctx, field.Selections, obj.FollowerCount)
 }
 func (ec *executionContext) fieldContext_User_followerCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("User", field, false, false, "Int")
 }
 
 func (ec *executionContext) _User_followingCount(ctx context.Context, field graphql.CollectedField, obj *db.User) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_User_followingCount(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.FollowingCount, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNInt2int(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNInt2int(ctx, field.Selections, obj.FollowingCount)
 }
 func (ec *executionContext) fieldContext_User_followingCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("User", field, false, false, "Int")
@@ -4108,23 +3692,7 @@ func (ec *executionContext) fieldContext_UserConnection_totalCount(_ context.Con
 }
 
 func (ec *executionContext) _UserEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.UserEdge) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_UserEdge_cursor(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Cursor(), nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Cursor())
 }
 func (ec *executionContext) fieldContext_UserEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("UserEdge", field, true, false, "String")
@@ -5576,7 +5144,7 @@ var blockPayloadImplementors = []string{"BlockPayload"}
 func (ec *executionContext) _BlockPayload(ctx context.Context, sel ast.SelectionSet, obj *model.BlockPayload) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, blockPayloadImplementors)
 
-	out := graphql.NewFieldSet(fields)
+	out := newFieldSet(fields)
 	deferred := deferredGroup(ctx, fields)
 	for i, field := range fields {
 		switch field.Name {
@@ -5634,7 +5202,7 @@ var createUserPayloadImplementors = []string{"CreateUserPayload"}
 func (ec *executionContext) _CreateUserPayload(ctx context.Context, sel ast.SelectionSet, obj *model.CreateUserPayload) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, createUserPayloadImplementors)
 
-	out := graphql.NewFieldSet(fields)
+	out := newFieldSet(fields)
 	deferred := deferredGroup(ctx, fields)
 	for i, field := range fields {
 		switch field.Name {
@@ -5672,7 +5240,7 @@ var deactivatePayloadImplementors = []string{"DeactivatePayload"}
 func (ec *executionContext) _DeactivatePayload(ctx context.Context, sel ast.SelectionSet, obj *model.DeactivatePayload) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, deactivatePayloadImplementors)
 
-	out := graphql.NewFieldSet(fields)
+	out := newFieldSet(fields)
 	deferred := deferredGroup(ctx, fields)
 	for i, field := range fields {
 		switch field.Name {
@@ -5710,7 +5278,7 @@ var deleteUserPayloadImplementors = []string{"DeleteUserPayload"}
 func (ec *executionContext) _DeleteUserPayload(ctx context.Context, sel ast.SelectionSet, obj *model.DeleteUserPayload) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, deleteUserPayloadImplementors)
 
-	out := graphql.NewFieldSet(fields)
+	out := newFieldSet(fields)
 	deferred := deferredGroup(ctx, fields)
 	for i, field := range fields {
 		switch field.Name {
@@ -5748,7 +5316,7 @@ var followConnectionImplementors = []string{"FollowConnection"}
 func (ec *executionContext) _FollowConnection(ctx context.Context, sel ast.SelectionSet, obj *model.FollowConnection) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, followConnectionImplementors)
 
-	out := graphql.NewFieldSet(fields)
+	out := newFieldSet(fields)
 	deferred := deferredGroup(ctx, fields)
 	for i, field := range fields {
 		switch field.Name {
@@ -5797,7 +5365,7 @@ var followEdgeImplementors = []string{"FollowEdge"}
 func (ec *executionContext) _FollowEdge(ctx context.Context, sel ast.SelectionSet, obj *model.FollowEdge) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, followEdgeImplementors)
 
-	out := graphql.NewFieldSet(fields)
+	out := newFieldSet(fields)
 	deferred := deferredGroup(ctx, fields)
 	for i, field := range fields {
 		switch field.Name {
@@ -5852,7 +5420,7 @@ var followEventImplementors = []string{"FollowEvent"}
 func (ec *executionContext) _FollowEvent(ctx context.Context, sel ast.SelectionSet, obj *model.FollowEvent) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, followEventImplementors)
 
-	out := graphql.NewFieldSet(fields)
+	out := newFieldSet(fields)
 	deferred := deferredGroup(ctx, fields)
 	for i, field := range fields {
 		switch field.Name {
@@ -5905,7 +5473,7 @@ var followPayloadImplementors = []string{"FollowPayload"}
 func (ec *executionContext) _FollowPayload(ctx context.Context, sel ast.SelectionSet, obj *model.FollowPayload) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, followPayloadImplementors)
 
-	out := graphql.NewFieldSet(fields)
+	out := newFieldSet(fields)
 	deferred := deferredGroup(ctx, fields)
 	for i, field := range fields {
 		switch field.Name {
@@ -5966,7 +5534,7 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		Object: "Mutation",
 	})
 
-	out := graphql.NewFieldSet(fields)
+	out := newFieldSet(fields)
 	deferred := deferredGroup(ctx, fields)
 	for i, field := range fields {
 		innerCtx := graphql.WithRootFieldContext(ctx, &graphql.RootFieldContext{
@@ -6062,7 +5630,7 @@ var pageInfoImplementors = []string{"PageInfo"}
 func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet, obj *model.PageInfo) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, pageInfoImplementors)
 
-	out := graphql.NewFieldSet(fields)
+	out := newFieldSet(fields)
 	deferred := deferredGroup(ctx, fields)
 	for i, field := range fields {
 		switch field.Name {
@@ -6113,7 +5681,7 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 		Object: "Query",
 	})
 
-	out := graphql.NewFieldSet(fields)
+	out := newFieldSet(fields)
 	deferred := deferredGroup(ctx, fields)
 	for i, field := range fields {
 		innerCtx := graphql.WithRootFieldContext(ctx, &graphql.RootFieldContext{
@@ -6210,7 +5778,7 @@ var suggestionImplementors = []string{"Suggestion"}
 func (ec *executionContext) _Suggestion(ctx context.Context, sel ast.SelectionSet, obj *model.Suggestion) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, suggestionImplementors)
 
-	out := graphql.NewFieldSet(fields)
+	out := newFieldSet(fields)
 	deferred := deferredGroup(ctx, fields)
 	for i, field := range fields {
 		switch field.Name {
@@ -6248,7 +5816,7 @@ var unblockPayloadImplementors = []string{"UnblockPayload"}
 func (ec *executionContext) _UnblockPayload(ctx context.Context, sel ast.SelectionSet, obj *model.UnblockPayload) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, unblockPayloadImplementors)
 
-	out := graphql.NewFieldSet(fields)
+	out := newFieldSet(fields)
 	deferred := deferredGroup(ctx, fields)
 	for i, field := range fields {
 		switch field.Name {
@@ -6281,7 +5849,7 @@ var unfollowPayloadImplementors = []string{"UnfollowPayload"}
 func (ec *executionContext) _UnfollowPayload(ctx context.Context, sel ast.SelectionSet, obj *model.UnfollowPayload) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, unfollowPayloadImplementors)
 
-	out := graphql.NewFieldSet(fields)
+	out := newFieldSet(fields)
 	deferred := deferredGroup(ctx, fields)
 	for i, field := range fields {
 		switch field.Name {
@@ -6334,7 +5902,7 @@ var userImplementors = []string{"User", "Node"}
 func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj *db.User) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, userImplementors)
 
-	out := graphql.NewFieldSet(fields)
+	out := newFieldSet(fields)
 	deferred := deferredGroup(ctx, fields)
 	for i, field := range fields {
 		switch field.Name {
@@ -6436,7 +6004,7 @@ var userConnectionImplementors = []string{"UserConnection"}
 func (ec *executionContext) _UserConnection(ctx context.Context, sel ast.SelectionSet, obj *model.UserConnection) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, userConnectionImplementors)
 
-	out := graphql.NewFieldSet(fields)
+	out := newFieldSet(fields)
 	deferred := deferredGroup(ctx, fields)
 	for i, field := range fields {
 		switch field.Name {
@@ -6485,7 +6053,7 @@ var userEdgeImplementors = []string{"UserEdge"}
 func (ec *executionContext) _UserEdge(ctx context.Context, sel ast.SelectionSet, obj *model.UserEdge) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, userEdgeImplementors)
 
-	out := graphql.NewFieldSet(fields)
+	out := newFieldSet(fields)
 	deferred := deferredGroup(ctx, fields)
 	for i, field := range fields {
 		switch field.Name {
@@ -6523,7 +6091,7 @@ var __DirectiveImplementors = []string{"__Directive"}
 func (ec *executionContext) ___Directive(ctx context.Context, sel ast.SelectionSet, obj *introspection.Directive) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, __DirectiveImplementors)
 
-	out := graphql.NewFieldSet(fields)
+	out := newFieldSet(fields)
 	deferred := deferredGroup(ctx, fields)
 	for i, field := range fields {
 		switch field.Name {
@@ -6576,7 +6144,7 @@ var __EnumValueImplementors = []string{"__EnumValue"}
 func (ec *executionContext) ___EnumValue(ctx context.Context, sel ast.SelectionSet, obj *introspection.EnumValue) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, __EnumValueImplementors)
 
-	out := graphql.NewFieldSet(fields)
+	out := newFieldSet(fields)
 	deferred := deferredGroup(ctx, fields)
 	for i, field := range fields {
 		switch field.Name {
@@ -6624,7 +6192,7 @@ var __FieldImplementors = []string{"__Field"}
 func (ec *executionContext) ___Field(ctx context.Context, sel ast.SelectionSet, obj *introspection.Field) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, __FieldImplementors)
 
-	out := graphql.NewFieldSet(fields)
+	out := newFieldSet(fields)
 	deferred := deferredGroup(ctx, fields)
 	for i, field := range fields {
 		switch field.Name {
@@ -6682,7 +6250,7 @@ var __InputValueImplementors = []string{"__InputValue"}
 func (ec *executionContext) ___InputValue(ctx context.Context, sel ast.SelectionSet, obj *introspection.InputValue) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, __InputValueImplementors)
 
-	out := graphql.NewFieldSet(fields)
+	out := newFieldSet(fields)
 	deferred := deferredGroup(ctx, fields)
 	for i, field := range fields {
 		switch field.Name {
@@ -6740,7 +6308,7 @@ var __SchemaImplementors = []string{"__Schema"}
 func (ec *executionContext) ___Schema(ctx context.Context, sel ast.SelectionSet, obj *introspection.Schema) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, __SchemaImplementors)
 
-	out := graphql.NewFieldSet(fields)
+	out := newFieldSet(fields)
 	deferred := deferredGroup(ctx, fields)
 	for i, field := range fields {
 		switch field.Name {
@@ -6798,7 +6366,7 @@ var __TypeImplementors = []string{"__Type"}
 func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, obj *introspection.Type) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, __TypeImplementors)
 
-	out := graphql.NewFieldSet(fields)
+	out := newFieldSet(fields)
 	deferred := deferredGroup(ctx, fields)
 	for i, field := range fields {
 		switch field.Name {
