@@ -32,17 +32,21 @@ func (ec *executionContext) marshalList(ctx context.Context, sel ast.SelectionSe
 		return graphql.MarshalSliceConcurrently(ctx, n, workerLimit, omitPanicHandler, marshal)
 	}
 	out := make(graphql.Array, n)
+	// The elements' field contexts and indexes, allocated together.
+	fcs, index := make([]graphql.FieldContext, n), make([]int, n)
 	for i := range out {
-		out[i] = marshalElement(ctx, i, omitPanicHandler, marshal)
+		index[i] = i
+		fcs[i].Index = &index[i]
+		out[i] = marshalElement(ctx, &fcs[i], omitPanicHandler, marshal)
 	}
 	return out
 }
 
 // marshalElement is what graphql.MarshalSliceConcurrently does with the
-// element of a list of one: a field context with the element's index, and
-// a panic reported at its path as a null element.
-func marshalElement(ctx context.Context, i int, omitPanicHandler bool, marshal func(ctx context.Context, i int) graphql.Marshaler) (m graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Index: &i})
+// element of a list of one: a field context with the element's index
+// (fc), and a panic reported at its path as a null element.
+func marshalElement(ctx context.Context, fc *graphql.FieldContext, omitPanicHandler bool, marshal func(ctx context.Context, i int) graphql.Marshaler) (m graphql.Marshaler) {
+	ctx = graphql.WithFieldContext(ctx, fc)
 	if !omitPanicHandler {
 		defer func() {
 			if r := recover(); r != nil {
@@ -51,7 +55,7 @@ func marshalElement(ctx context.Context, i int, omitPanicHandler bool, marshal f
 			}
 		}()
 	}
-	return marshal(ctx, i)
+	return marshal(ctx, *fc.Index)
 }
 
 // mayWait tells whether a selection reaches a field that gqlgen resolves
@@ -108,24 +112,22 @@ func newFieldSet(fields []graphql.CollectedField) fieldSet {
 // name once, the first field's value for it. Response names are GraphQL
 // names ([_A-Za-z][_0-9A-Za-z]*), which JSON needs no escapes for.
 func (fs fieldSet) MarshalGQL(w io.Writer) {
-	var buf [64]byte
-	b := append(buf[:0], '{')
+	io.WriteString(w, "{")
 	for i := range fs.fields {
 		alias := fs.fields[i].Alias
 		if written(fs.fields[:i], alias) {
 			continue
 		}
 		if i > 0 { // the first field is always written
-			b = append(b, ',')
+			io.WriteString(w, `,"`)
+		} else {
+			io.WriteString(w, `"`)
 		}
-		b = append(b, '"')
-		b = append(b, alias...)
-		b = append(b, '"', ':')
-		w.Write(b)
-		b = buf[:0]
+		io.WriteString(w, alias)
+		io.WriteString(w, `":`)
 		fs.Values[i].MarshalGQL(w)
 	}
-	w.Write(append(b, '}'))
+	io.WriteString(w, "}")
 }
 
 // written tells whether one of fields has the response name alias.
