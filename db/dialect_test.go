@@ -262,3 +262,22 @@ func TestListStatementsEachWay(t *testing.T) {
 		}
 	}
 }
+
+// SQLite's times are read as time.Parse reads them, the server's own form
+// digit by digit and anything else by time.Parse.
+func TestParseSQLiteTime(t *testing.T) {
+	for _, s := range []string{
+		"2024-06-06 12:35:00.2881950", "2024-06-06 12:35:00.0000000", "0001-01-01 00:00:00.0000000",
+		"9999-12-31 23:59:59.9999999", "2024-02-29 01:02:03.0000001", "2023-02-29 01:02:03.0000000",
+		"2024-04-31 01:02:03.0000000", "2024-13-01 01:02:03.0000000", "2024-00-01 01:02:03.0000000",
+		"2024-01-00 01:02:03.0000000", "2024-01-01 24:00:00.0000000", "2024-01-01 23:60:00.0000000",
+		"2024-01-01 23:59:60.0000000", "2024-01-01 23:59:59.000000x", "2024-01-01T23:59:59.0000000",
+		"2024-01-01 23:59:59", "2024-01-01 23:59:59.123", "2024-1-01 23:59:59.00000000", "+024-01-01 23:59:59.0000000",
+	} {
+		want, werr := time.Parse(time.DateTime, s)
+		got, err := parseSQLiteTime(s)
+		if (err != nil) != (werr != nil) || !got.Equal(want) || got.Location() != want.Location() {
+			t.Errorf("%q: got %v, %v; time.Parse %v, %v", s, got, err, want, werr)
+		}
+	}
+}

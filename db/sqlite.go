@@ -168,6 +168,9 @@ func formatSQLiteTime(t time.Time) string {
 }
 
 func parseSQLiteTime(s string) (time.Time, error) {
+	if t, ok := parseSQLiteTimeDigits(s); ok {
+		return t, nil
+	}
 	// Rows written by other programs may carry fewer fractional digits or
 	// none: a layout without a fraction, as time.DateTime is, takes any
 	// number of them.
@@ -176,6 +179,37 @@ func parseSQLiteTime(s string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("parse CreatedAt %q: %w", s, err)
 	}
 	return t, nil
+}
+
+// parseSQLiteTimeDigits reads a time in the one form this server writes
+// (sqliteTime) digit by digit, as time.Parse would read it; any other
+// text, or a date time.Parse would refuse, is not ok. time.Parse was 3% of
+// the CPU of a query listing 500 follows.
+func parseSQLiteTimeDigits(s string) (time.Time, bool) {
+	if len(s) != len(sqliteTime) || s[4] != '-' || s[7] != '-' || s[10] != ' ' || s[13] != ':' || s[16] != ':' || s[19] != '.' {
+		return time.Time{}, false
+	}
+	ok := true
+	num := func(at, width int) int {
+		v := 0
+		for _, c := range []byte(s[at : at+width]) {
+			if c < '0' || c > '9' {
+				ok = false
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v
+	}
+	y, mo, d := num(0, 4), num(5, 2), num(8, 2)
+	h, mi, sec, frac := num(11, 2), num(14, 2), num(17, 2), num(20, 7)
+	if !ok || mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	t := time.Date(y, time.Month(mo), d, h, mi, sec, frac*100, time.UTC)
+	if t.Day() != d { // a day past the month's end, which time.Date moves on
+		return time.Time{}, false
+	}
+	return t, true
 }
 
 func classifySQLite(err error) error {
