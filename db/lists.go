@@ -145,7 +145,7 @@ const (
 // Only the newest follows count (see SuggestionVia). me is a one-row
 // query whose Id is the user's; newest is the dialect's join of the newest
 // n follows by a user, as rows of Follows aliased alias whose FolloweeId is
-// the one followed (see sqliteNewestFollows).
+// the one followed (see postgresNewestFollows).
 func suggestionCandidates(me string, newest func(alias, owner string, n int) string) string {
 	return `SELECT f2.FolloweeId AS Id, COUNT(*) AS Via
         FROM (` + me + `) AS me

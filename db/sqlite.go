@@ -264,21 +264,6 @@ var sqliteListBranches = fillLists(`SELECT * FROM (
   WHERE {e}.{owner} = ?/*from*/ AND ({e}.CreatedAt, {e}.{other}) {from} (?, ?)/*end*//*to*/ AND ({e}.CreatedAt, {e}.{other}) {to} (?, ?)/*end*/{also}
   ORDER BY {e}.CreatedAt {order}, {e}.{other} {order} LIMIT /*limit*/)`)
 
-// sqliteNewestFollows joins, as alias, the newest n follows by owner.
-// SQLite has no LATERAL join to run a LIMIT per owner, so they are the
-// follows at or after the n-th newest one's time, a range the (FollowerId,
-// CreatedAt) index seeks; fewer than n follows are all of them. The times
-// in one list are distinct for the follows this server makes (see
-// insertFollow); those of follows imported or written by other programs
-// may be equal, and all that share the bound's time come in, as many as
-// the operator's data has, never as many as a client chooses. (A LIMIT on
-// a rowid IN list reads the same rows but costs a table lookup each.)
-func sqliteNewestFollows(alias, owner string, n int) string {
-	return fmt.Sprintf(`JOIN Follows AS %[1]s ON %[1]s.FollowerId = %[2]s AND %[1]s.CreatedAt >= coalesce(
-          (SELECT nf.CreatedAt FROM Follows AS nf WHERE nf.FollowerId = %[2]s ORDER BY nf.CreatedAt DESC LIMIT 1 OFFSET %[3]d), '')`,
-		alias, owner, n-1)
-}
-
 // limitBuckets are the LIMITs written into pages after the first: the
 // smallest that holds first+1 rows, the extra rows dropped in Go.
 var limitBuckets = []int{11, 21, 51, 101}

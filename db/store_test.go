@@ -466,6 +466,14 @@ func TestListStatementsSeekTheIndex(t *testing.T) {
 			}
 		}
 		if name == "suggestions" {
+			// The bound on suggestions' work: each follow list's newest
+			// follows (see SuggestionVia), the user's and then each
+			// followee's, read in order off the covering index, so that
+			// the LIMIT stops the walk; a sort would read whole lists.
+			newest := "SEARCH nf USING COVERING INDEX IX_Follows_FollowerId_CreatedAt_FolloweeId (FollowerId=?)"
+			if n := strings.Count(strings.Join(plan, "\n"), newest); n != 2 || strings.Contains(strings.Join(plan, "\n"), "TEMP B-TREE") {
+				t.Errorf("suggestions do not read the newest follows of the user and of each followee in the index's order: %v", plan)
+			}
 			continue
 		}
 		// Covering: a table lookup per row made fifty first pages four
@@ -486,14 +494,6 @@ func TestListStatementsSeekTheIndex(t *testing.T) {
 		}{{st.from, k.from}, {st.to, k.to}} {
 			if bound := `,Follo\w+\)` + c.cmp + `\(\?,\?\)`; c.given && !regexp.MustCompile(bound).MatchString(plan[0]) {
 				t.Errorf("%s does not seek by its cursor (%s): %v", name, bound, plan)
-			}
-		}
-		// The bound on suggestions' work is a range on each follow list's
-		// index, from its n-th newest follow on (see SuggestionVia).
-		for _, f := range []string{"f1", "f2"} {
-			want := "SEARCH " + f + " USING COVERING INDEX IX_Follows_FollowerId_CreatedAt_FolloweeId (FollowerId=? AND CreatedAt>?)"
-			if name == "suggestions" && !slices.Contains(plan, want) {
-				t.Errorf("suggestions do not read %s's newest follows by a range: %v", f, plan)
 			}
 		}
 	}

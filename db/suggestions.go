@@ -76,10 +76,19 @@ func (s *Store) sqlSuggestions(ctx context.Context, qs []SuggestionQuery, out []
 // lookup per row, Go does with hash maps. A list in one row rather than a
 // row per id costs a third less (BENCHMARKS.md): the driver's work per
 // row outweighs SQLite's per id.
-var sqliteSuggestionReads = `SELECT ? AS k, group_concat(f2.FolloweeId) FROM (SELECT ? AS Id) AS me
-  ` + sqliteNewestFollows("f1", "me.Id", SuggestionVia) + `
-  JOIN ` + activeUser("v", "f1.FolloweeId") + `
-  ` + sqliteNewestFollows("f2", "f1.FolloweeId", SuggestionsPerVia) + `
+//
+// The newest follows are those the other dialects' LATERAL and CROSS
+// APPLY take (ORDER BY CreatedAt DESC, FolloweeId DESC LIMIT n): SQLite
+// has no LATERAL join, but a scalar subquery may hold a LIMIT per row, so
+// each active followee's newest follows come as a list of their own,
+// which the outer group_concat joins into the query's one list. Each list
+// is one walk of the (FollowerId, CreatedAt, FolloweeId) index; a bound
+// by time at the n-th newest follow, as this statement had before,
+// walked it twice and let follows tied at the bound's time all in.
+var sqliteSuggestionReads = `SELECT ? AS k, group_concat(lists.Ids) FROM (
+  SELECT (SELECT group_concat(theirs.FolloweeId) FROM (` + sqliteNewestFollowees("mine.FolloweeId", SuggestionsPerVia) + `) AS theirs) AS Ids
+  FROM (` + sqliteNewestFollowees("?", SuggestionVia) + `) AS mine
+  JOIN ` + activeUser("v", "mine.FolloweeId") + `) AS lists
 UNION ALL
 SELECT ?, group_concat(x.Id) FROM (
   SELECT f.FolloweeId AS Id FROM Follows AS f WHERE f.FollowerId = ?
@@ -87,6 +96,13 @@ SELECT ?, group_concat(x.Id) FROM (
   SELECT b.BlockedId FROM Blocks AS b WHERE b.BlockerId = ?
   UNION ALL
   SELECT b.BlockerId FROM Blocks AS b WHERE b.BlockedId = ?) AS x`
+
+// sqliteNewestFollowees are, as rows (FolloweeId), the people the user
+// whose id is owner followed last, the newest n.
+func sqliteNewestFollowees(owner string, n int) string {
+	return `SELECT nf.FolloweeId FROM Follows AS nf WHERE nf.FollowerId = ` + owner + `
+    ORDER BY nf.CreatedAt DESC, nf.FolloweeId DESC LIMIT ` + strconv.Itoa(n)
+}
 
 func sqliteSuggestionReadsQuery(qs []SuggestionQuery) (string, []any) {
 	args := func(k int, user int64) []any { return []any{k, user, -1 - k, user, user, user} }
