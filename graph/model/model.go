@@ -22,16 +22,17 @@ const timeLayout = "2006-01-02T15:04:05.0000000Z07:00"
 // MarshalTime writes the Time scalar.
 func MarshalTime(t time.Time) graphql.Marshaler { return timeValue(t) }
 
-// timeValue writes a time in one buffer on the stack, where a closure
-// quoting its formatted text cost three allocations per time written.
-// The layout's text needs no escapes in JSON.
+// timeValue writes a time straight into the response (see write), where
+// a closure quoting its formatted text cost three allocations per time
+// written. The layout's text needs no escapes in JSON.
 type timeValue time.Time
 
 func (t timeValue) MarshalGQL(w io.Writer) {
-	var buf [48]byte
-	b := append(buf[:0], '"')
-	b = time.Time(t).UTC().AppendFormat(b, timeLayout)
-	w.Write(append(b, '"'))
+	write(w, func(b []byte) []byte {
+		b = append(b, '"')
+		b = time.Time(t).UTC().AppendFormat(b, timeLayout)
+		return append(b, '"')
+	})
 }
 
 // UnmarshalTime reads the Time scalar from any RFC 3339 string.

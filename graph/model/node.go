@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strconv"
@@ -58,9 +59,20 @@ func UnmarshalUserKey(v any) (int64, error) {
 type userKey int64
 
 func (k userKey) MarshalGQL(w io.Writer) {
-	var buf [24]byte
-	b := append(buf[:0], '"')
-	b = strconv.AppendInt(b, int64(k), 10)
-	b = append(b, '"')
-	w.Write(b)
+	write(w, func(b []byte) []byte {
+		b = append(b, '"')
+		b = strconv.AppendInt(b, int64(k), 10)
+		return append(b, '"')
+	})
+}
+
+// write writes what appendTo appends, into the spare room of the buffer
+// that gqlgen marshals a response into; a buffer of the caller's own
+// escapes to the heap through io.Writer, an allocation per value.
+func write(w io.Writer, appendTo func([]byte) []byte) {
+	if buf, ok := w.(*bytes.Buffer); ok {
+		buf.Write(appendTo(buf.AvailableBuffer()))
+		return
+	}
+	w.Write(appendTo(nil))
 }
