@@ -189,6 +189,7 @@ func (s *Store) ImportGraph(ctx context.Context, g Graph, progress func(follows 
 		return ImportStats{}, fmt.Errorf("import: bulk import is not built for %s", s.d.name)
 	}
 	clock := &phaseClock{st: &st, last: time.Now()}
+	last := "commit" // the last phase's name
 	err := s.bulkTx(ctx, func(r runner) error {
 		ids, names, externals, err := existingUsers(ctx, r)
 		if err != nil {
@@ -261,11 +262,7 @@ func (s *Store) ImportGraph(ctx context.Context, g Graph, progress func(follows 
 		if err != nil {
 			return err
 		}
-		restore, err := s.d.setAsideFollowIndexes(ctx, r)
-		if err != nil {
-			return err
-		}
-		load, err := s.newFollowLoad(ctx, r)
+		load, err := s.newFollowLoad(ctx, r, fresh)
 		if err != nil {
 			return err
 		}
@@ -304,13 +301,20 @@ func (s *Store) ImportGraph(ctx context.Context, g Graph, progress func(follows 
 			progress(st.Follows)
 		}
 		st.Load = users + clock.mark("follows")
-		if err := restore(); err != nil {
-			return err
+		if load.pages != nil {
+			if err := load.pages.check(blocks); err != nil {
+				return err
+			}
+			st.Rebuild = clock.mark("sort and check")
+		} else {
+			if err := load.restore(); err != nil {
+				return err
+			}
+			if err := refuseFollowsAcrossBlocks(ctx, r, blocks); err != nil {
+				return err
+			}
+			st.Rebuild = clock.mark("indexes and triggers")
 		}
-		if err := refuseFollowsAcrossBlocks(ctx, r, blocks); err != nil {
-			return err
-		}
-		st.Rebuild = clock.mark("indexes and triggers")
 		// The set-aside triggers did not count the imported follows.
 		if err := load.setCounts(fresh); err != nil {
 			return err
@@ -321,9 +325,20 @@ func (s *Store) ImportGraph(ctx context.Context, g Graph, progress func(follows 
 			}
 		}
 		st.Recount = clock.mark("counts")
+		if load.pages != nil {
+			// The pages are written once the rest has committed, with
+			// the file still marked as being loaded (see freshImport).
+			last = "clear the mark"
+			r.fresh.afterCommit = func() error {
+				clock.mark("commit")
+				err := load.pages.write(ctx, r.conn)
+				st.Rebuild += clock.mark("write the follow table's pages")
+				return err
+			}
+		}
 		return nil
 	})
-	clock.mark("commit")
+	clock.mark(last)
 	var ie ImportErrors
 	if errors.As(err, &ie) {
 		return ImportStats{}, ie
@@ -398,7 +413,7 @@ func refuseFollowsAcrossBlocks(ctx context.Context, r runner, imported map[pair]
 		if !ok {
 			pos = Pos{File: "Blocks (there before the import)"}
 		}
-		bad = append(bad, &RowError{pos, fmt.Sprintf("block %d -> %d stands between users with a follow between them (a block removes their follows)", p.from, p.to)})
+		bad = append(bad, followAcrossBlock(pos, p))
 	}
 	if err := rows.Err(); err != nil {
 		return err
@@ -418,11 +433,16 @@ func noFollows(ctx context.Context, r runner) (bool, error) {
 }
 
 // followLoad writes an import's checked follows into the follow table
-// and counts them.
+// and counts them. Into a new SQLite file, it holds them for writing the
+// table's pages (pages, see followPages); otherwise, or when there are
+// too many to hold, it sets the table's indexes and triggers aside
+// (restore makes them again) and writes the rows into sink.
 type followLoad struct {
-	ctx  context.Context
-	r    runner
-	sink rowSink
+	ctx     context.Context
+	r       runner
+	sink    rowSink
+	pages   *followPages
+	restore func() error
 	// counts are, by user, the imported follows the count rule counts
 	// for it (its followers, its following), given deactivated, the
 	// users it leaves out; every user at either end of an imported
@@ -431,21 +451,58 @@ type followLoad struct {
 	deactivated map[int64]bool
 }
 
-func (s *Store) newFollowLoad(ctx context.Context, r runner) (*followLoad, error) {
+func (s *Store) newFollowLoad(ctx context.Context, r runner, fresh bool) (*followLoad, error) {
 	l := &followLoad{ctx: ctx, r: r, counts: map[int64]*[2]int{}, deactivated: map[int64]bool{}}
-	l.sink = s.rowSink(ctx, r, "Follows", followImportColumns, func(v []any) string { return fmt.Sprintf("follow %v -> %v", v[0], v[1]) })
 	err := scanRows(ctx, r, deactivatedIDs, func(rs *rows) error {
 		var id int64
 		err := rs.Scan(&id)
 		l.deactivated[id] = true
 		return err
 	})
-	return l, err
+	if err != nil {
+		return nil, err
+	}
+	if fresh && r.fresh != nil && r.fresh.pages {
+		if l.pages, err = newFollowPages(ctx, r); err != nil || l.pages != nil {
+			return l, err
+		}
+	}
+	return l, l.toSink()
+}
+
+// toSink sets the follow table's indexes and triggers aside and makes
+// the sink the rows go into, with the rows held so far.
+func (l *followLoad) toSink() error {
+	var err error
+	if l.restore, err = l.r.s.d.setAsideFollowIndexes(l.ctx, l.r); err != nil {
+		return err
+	}
+	l.sink = l.r.s.rowSink(l.ctx, l.r, "Follows", followImportColumns, func(v []any) string { return fmt.Sprintf("follow %v -> %v", v[0], v[1]) })
+	held := l.pages
+	l.pages = nil
+	for i := range held.len() {
+		if err := l.write(held.row(i)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (l *followLoad) add(f FollowRow) error {
 	l.count(f.Followee, 0, f.Follower)
 	l.count(f.Follower, 1, f.Followee)
+	if l.pages != nil {
+		if l.pages.add(f) {
+			return nil
+		}
+		if err := l.toSink(); err != nil {
+			return err
+		}
+	}
+	return l.write(f)
+}
+
+func (l *followLoad) write(f FollowRow) error {
 	return l.sink.add(f.Pos, f.Follower, f.Followee, l.r.s.d.timeArg(f.At), f.Muted, !f.NotificationsOff)
 }
 
@@ -463,7 +520,12 @@ func (l *followLoad) count(user int64, which int, other int64) {
 }
 
 // flush writes the follows still gathered.
-func (l *followLoad) flush() error { return l.sink.flush() }
+func (l *followLoad) flush() error {
+	if l.sink == nil {
+		return nil
+	}
+	return l.sink.flush()
+}
 
 // setCounts sets the counts of the users at either end of an imported
 // follow. Into a graph that had no follows (fresh), they are the counts
@@ -541,17 +603,22 @@ func (s *Store) bulkTx(ctx context.Context, fn func(r runner) error) (err error)
 			conn.ExecContext(context.Background(), q)
 		}
 	}()
+	var fresh *freshImport
 	if s.d.freshBulk != nil {
 		var empty int
 		if err := conn.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM Users UNION ALL SELECT 1 FROM Follows LIMIT 1) AS x`).Scan(&empty); err != nil {
 			return err
 		}
 		if empty == 0 {
-			end, err := s.d.freshBulk(ctx, conn)
+			end, pages, err := s.d.freshBulk(ctx, conn)
 			if err != nil {
 				return fmt.Errorf("prepare the new database for loading: %w", err)
 			}
+			fresh = &freshImport{pages: pages}
 			defer func() {
+				if fresh.unfinished {
+					return // the mark stays: the server refuses the file
+				}
 				if eerr := end(); eerr != nil && err == nil {
 					err = fmt.Errorf("end loading the new database: %w", eerr)
 				}
@@ -562,10 +629,28 @@ func (s *Store) bulkTx(ctx context.Context, fn func(r runner) error) (err error)
 	if err != nil {
 		return s.d.classify(err)
 	}
-	return s.runTx(tx, func(r runner) error {
-		r.conn = conn
+	err = s.runTx(tx, func(r runner) error {
+		r.conn, r.fresh = conn, fresh
 		return fn(r)
 	})
+	if err == nil && fresh != nil && fresh.afterCommit != nil {
+		if err = fresh.afterCommit(); err != nil {
+			fresh.unfinished = true
+		}
+	}
+	return err
+}
+
+// freshImport is a bulk import into a new database (see
+// dialect.freshBulk).
+type freshImport struct {
+	// pages says the import may write the follow table's pages itself
+	// (see followPages), in afterCommit, which runs once the transaction
+	// has committed and before the database is put back; if it fails,
+	// the import is unfinished and the database is left marked so.
+	pages       bool
+	afterCommit func() error
+	unfinished  bool
 }
 
 // setAside drops, for a bulk import, the objects that a catalogue query

@@ -1,0 +1,473 @@
+package db
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// followPages holds the follows of an import into a new SQLite file (no
+// users and no follows before it, see sqliteFreshBulk) in memory, checked,
+// so that after the import's transaction commits, the Follows table and
+// its three indexes are written straight into the file (sqlitefile.go)
+// rather than by SQLite, rows and keys sorted in Go on two cores. What
+// SQLite's constraints would have caught is checked here first: the
+// import's loop checks the users and self-follows as for any import;
+// check finds duplicate pairs and follows across blocks. Everything is
+// checked before the transaction commits, and pages are written only
+// after it has: a refused import leaves the empty database.
+type followPages struct {
+	path  string // the database file
+	h     sqliteHeader
+	roots followRoots
+	rows  []memFollow
+	files []string // the files rows came from, by memFollow.file
+	maxID int64
+	// The orders of the primary key and the two keyset indexes, as row
+	// indexes (rowid-1); made by check.
+	pk, byFollower, byFollowee []uint32
+}
+
+// followRoots are the root pages of Follows' trees.
+type followRoots struct{ table, pk, byFollowee, byFollower uint32 }
+
+// memFollow is a follow held for writing: 32 bytes, 94 MB for the 2.9
+// million follows of the harness's graph.
+type memFollow struct {
+	follower, followee int64
+	at                 int64 // CreatedAt: 100 ns ticks since the Unix epoch, UTC
+	line               uint32
+	file               uint16
+	flags              uint8
+}
+
+const (
+	memMuted            = 1
+	memNotificationsOff = 2
+)
+
+// maxMemFollows is how many follows an import holds in memory (32 bytes
+// each and the three orders' 12, 2.2 GB); an import of more goes through
+// SQLite, as into a database that has rows.
+const maxMemFollows = 50_000_000
+
+// The times the writer writes: CreatedAt between years 0 and 9999, whose
+// text (formatSQLiteTime) is 27 bytes long and sorts as the times do.
+var (
+	minWrittenTime = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
+	maxWrittenTime = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
+)
+
+const ticksPerSecond = 10_000_000
+
+// The Follows table and indexes the writer writes: the migrations'
+// schema, which EF Core's model also makes.
+var (
+	followsColumns = []string{"FollowerId INTEGER", "FolloweeId INTEGER", "CreatedAt TEXT", "Muted INTEGER", "NotificationsEnabled INTEGER"}
+	followsIndexes = map[string]string{
+		"sqlite_autoindex_Follows_1":                 "FollowerId,FolloweeId",
+		"IX_Follows_FolloweeId_CreatedAt_FollowerId": "FolloweeId,CreatedAt,FollowerId",
+		"IX_Follows_FollowerId_CreatedAt_FolloweeId": "FollowerId,CreatedAt,FolloweeId",
+	}
+)
+
+// newFollowPages returns where to hold an import's follows for the
+// writer, or nil when the file is not one it writes: an in-memory
+// database, a header it does not write (see readSQLiteHeader), or a
+// Follows table other than the migrations' (an adopted database's may
+// differ); then SQLite loads them.
+func newFollowPages(ctx context.Context, r runner) (*followPages, error) {
+	m := &followPages{}
+	if err := r.queryRow(ctx, `SELECT file FROM pragma_database_list WHERE name = 'main'`, nil, &m.path); err != nil {
+		return nil, err
+	}
+	if m.path == "" {
+		return nil, nil
+	}
+	f, err := os.Open(m.path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if m.h, err = readSQLiteHeader(f); err != nil {
+		return nil, nil
+	}
+	ok, err := m.readSchema(ctx, r)
+	if !ok || err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// readSchema reads the root pages of Follows' trees, and says whether
+// its table and indexes are the ones the writer writes.
+func (m *followPages) readSchema(ctx context.Context, r runner) (bool, error) {
+	var cols []string
+	err := scanRows(ctx, r, `SELECT name || ' ' || upper(type), hidden FROM pragma_table_xinfo('Follows') ORDER BY cid`, func(rs *rows) error {
+		var col string
+		var hidden int
+		err := rs.Scan(&col, &hidden)
+		if hidden != 0 {
+			col += " hidden"
+		}
+		cols = append(cols, col)
+		return err
+	})
+	if err != nil || !slices.Equal(cols, followsColumns) {
+		return false, err
+	}
+	var rowid int
+	if err := r.queryRow(ctx, `SELECT NOT wr FROM pragma_table_list WHERE schema = 'main' AND name = 'Follows'`, nil, &rowid); err != nil || rowid != 1 {
+		return false, err
+	}
+	roots := map[string]int64{}
+	err = scanRows(ctx, r, `SELECT name, rootpage FROM sqlite_schema WHERE tbl_name = 'Follows' AND type IN ('table', 'index')`, func(rs *rows) error {
+		var name string
+		var root int64
+		err := rs.Scan(&name, &root)
+		roots[name] = root
+		return err
+	})
+	if err != nil || len(roots) != len(followsIndexes)+1 || roots["Follows"] < 2 {
+		return false, err
+	}
+	for name, want := range followsIndexes {
+		if roots[name] < 2 {
+			return false, nil
+		}
+		var keys []string
+		err := scanRows(ctx, r, `SELECT x.name, x.coll = 'BINARY' AND x."desc" = 0 AND NOT l.partial
+FROM pragma_index_xinfo(?1) AS x, pragma_index_list('Follows') AS l
+WHERE x.key AND l.name = ?1 ORDER BY x.seqno`, func(rs *rows) error {
+			var col string
+			var plain bool
+			err := rs.Scan(&col, &plain)
+			if !plain {
+				col += " (collated, descending or partial)"
+			}
+			keys = append(keys, col)
+			return err
+		}, name)
+		if err != nil || strings.Join(keys, ",") != want {
+			return false, err
+		}
+	}
+	m.roots = followRoots{uint32(roots["Follows"]), uint32(roots["sqlite_autoindex_Follows_1"]),
+		uint32(roots["IX_Follows_FolloweeId_CreatedAt_FollowerId"]), uint32(roots["IX_Follows_FollowerId_CreatedAt_FolloweeId"])}
+	return true, nil
+}
+
+// add holds f, or says the writer cannot write it: too many follows, or
+// a time whose text would not be 27 bytes long (years before 0 or after
+// 9999), or a line number past 4 billion.
+func (m *followPages) add(f FollowRow) bool {
+	sec := f.At.Unix()
+	if len(m.rows) >= maxMemFollows || sec < minWrittenTime || sec >= maxWrittenTime || f.Pos.Line < 0 || f.Pos.Line > 1<<32-1 {
+		return false
+	}
+	file := len(m.files) - 1
+	if file < 0 || m.files[file] != f.Pos.File {
+		file = slices.Index(m.files, f.Pos.File)
+		if file < 0 {
+			if len(m.files) == 1<<16 {
+				return false
+			}
+			file = len(m.files)
+			m.files = append(m.files, f.Pos.File)
+		}
+	}
+	var flags uint8
+	if f.Muted {
+		flags |= memMuted
+	}
+	if f.NotificationsOff {
+		flags |= memNotificationsOff
+	}
+	if m.rows == nil {
+		m.rows = make([]memFollow, 0, 1<<16)
+	}
+	m.rows = append(m.rows, memFollow{f.Follower, f.Followee, sec*ticksPerSecond + int64(f.At.Nanosecond()/100), uint32(f.Pos.Line), uint16(file), flags})
+	m.maxID = max(m.maxID, f.Follower, f.Followee)
+	return true
+}
+
+// len is how many rows are held (none in a nil followPages).
+func (m *followPages) len() int {
+	if m == nil {
+		return 0
+	}
+	return len(m.rows)
+}
+
+// row is row i as the import took it.
+func (m *followPages) row(i int) FollowRow {
+	r := &m.rows[i]
+	return FollowRow{
+		Pos:      Pos{File: m.files[r.file], Line: int(r.line)},
+		Follower: r.follower, Followee: r.followee,
+		At:               time.Unix(floorDiv(r.at, ticksPerSecond), (r.at-floorDiv(r.at, ticksPerSecond)*ticksPerSecond)*100).UTC(),
+		Muted:            r.flags&memMuted != 0,
+		NotificationsOff: r.flags&memNotificationsOff != 0,
+	}
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// check sorts the rows into the orders of the primary key and the two
+// keyset indexes, side by side, and refuses the import, as SQLite would
+// have, when a pair of users has two follows (naming the later row, as
+// findDuplicate does), or when a block stands between users with a follow
+// between them (as refuseFollowsAcrossBlocks does).
+func (m *followPages) check(blocks map[pair]Pos) error {
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		m.pk = m.order(func(f *memFollow) int64 { return f.follower }, func(a, b *memFollow) int { return cmp.Compare(a.followee, b.followee) })
+	})
+	wg.Go(func() {
+		m.byFollowee = m.order(func(f *memFollow) int64 { return f.followee }, func(a, b *memFollow) int {
+			return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.follower, b.follower))
+		})
+	})
+	wg.Go(func() {
+		m.byFollower = m.order(func(f *memFollow) int64 { return f.follower }, func(a, b *memFollow) int {
+			return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.followee, b.followee))
+		})
+	})
+	wg.Wait()
+	dup := -1
+	for j := 1; j < len(m.pk); j++ {
+		a, b := &m.rows[m.pk[j-1]], &m.rows[m.pk[j]]
+		if a.follower == b.follower && a.followee == b.followee && (dup < 0 || int(m.pk[j]) < dup) {
+			dup = int(m.pk[j])
+		}
+	}
+	if dup >= 0 {
+		f := m.row(dup)
+		return ImportErrors{{f.Pos, fmt.Sprintf("follow %d -> %d is there already", f.Follower, f.Followee)}}
+	}
+	var bad ImportErrors
+	for _, p := range slices.SortedFunc(maps.Keys(blocks), func(a, b pair) int { return cmp.Or(cmp.Compare(a.from, b.from), cmp.Compare(a.to, b.to)) }) {
+		if len(bad) < maxImportErrors && (m.has(p.from, p.to) || m.has(p.to, p.from)) {
+			bad = append(bad, followAcrossBlock(blocks[p], p))
+		}
+	}
+	if len(bad) > 0 {
+		return bad
+	}
+	return nil
+}
+
+// has says whether a held follow goes from follower to followee.
+func (m *followPages) has(follower, followee int64) bool {
+	j := sort.Search(len(m.pk), func(j int) bool {
+		f := &m.rows[m.pk[j]]
+		return f.follower > follower || f.follower == follower && f.followee >= followee
+	})
+	return j < len(m.pk) && m.rows[m.pk[j]].follower == follower && m.rows[m.pk[j]].followee == followee
+}
+
+// order returns the rows' indexes sorted by group, then by within, then
+// by index. Grouping is a counting sort where the ids are dense enough
+// (users' ids mostly are); each group is then sorted apart, most of them
+// a few dozen rows.
+func (m *followPages) order(group func(*memFollow) int64, within func(a, b *memFollow) int) []uint32 {
+	rows := m.rows
+	perm := make([]uint32, len(rows))
+	if m.maxID <= 4*int64(len(rows))+1<<20 {
+		at := make([]uint32, m.maxID+2)
+		for i := range rows {
+			at[group(&rows[i])+1]++
+		}
+		for g := 1; g < len(at); g++ {
+			at[g] += at[g-1]
+		}
+		for i := range rows {
+			g := group(&rows[i])
+			perm[at[g]] = uint32(i)
+			at[g]++
+		}
+	} else {
+		for i := range perm {
+			perm[i] = uint32(i)
+		}
+		slices.SortStableFunc(perm, func(a, b uint32) int { return cmp.Compare(group(&rows[a]), group(&rows[b])) })
+	}
+	for s := 0; s < len(perm); {
+		g, e := group(&rows[perm[s]]), s+1
+		for e < len(perm) && group(&rows[perm[e]]) == g {
+			e++
+		}
+		if e-s > 1 {
+			slices.SortFunc(perm[s:e], func(a, b uint32) int { return cmp.Or(within(&rows[a], &rows[b]), cmp.Compare(a, b)) })
+		}
+		s = e
+	}
+	return perm
+}
+
+// trees are Follows' four b-trees over the held rows: the table (rowids
+// in the order the rows came, as SQLite's inserts give them), its
+// primary key, and the two keyset indexes.
+func (m *followPages) trees() []*btree {
+	f4 := m.h.format4
+	text := make([]byte, len(sqliteTime)) // CreatedAt's length, for sizes
+	table := &btree{root: m.roots.table, table: true, n: len(m.rows), rowid: func(i int) int64 { return int64(i) + 1 }}
+	row := func(i int, text []byte) [5]sqlValue {
+		r := &m.rows[i]
+		return [5]sqlValue{{i: r.follower}, {i: r.followee}, {text: text, isText: true},
+			{i: int64(r.flags & memMuted)}, {i: int64(1 - (r.flags&memNotificationsOff)>>1)}}
+	}
+	table.recordLen = func(i int) int { v := row(i, text); return recordLen(v[:], f4) }
+	var tableText []byte
+	table.record = func(dst []byte, i int) []byte {
+		tableText = appendTicksTime(tableText[:0], m.rows[i].at)
+		v := row(i, tableText)
+		return appendRecord(dst, v[:], f4)
+	}
+	pk := &btree{root: m.roots.pk, n: len(m.rows)}
+	pkKey := func(j int) [3]sqlValue {
+		i := m.pk[j]
+		return [3]sqlValue{{i: m.rows[i].follower}, {i: m.rows[i].followee}, {i: int64(i) + 1}}
+	}
+	pk.recordLen = func(j int) int { v := pkKey(j); return recordLen(v[:], f4) }
+	pk.record = func(dst []byte, j int) []byte { v := pkKey(j); return appendRecord(dst, v[:], f4) }
+	return []*btree{table, pk,
+		m.keysetIndex(m.roots.byFollowee, m.byFollowee, func(r *memFollow) (int64, int64) { return r.followee, r.follower }),
+		m.keysetIndex(m.roots.byFollower, m.byFollower, func(r *memFollow) (int64, int64) { return r.follower, r.followee }),
+	}
+}
+
+// keysetIndex is an (owner, CreatedAt, other) index's tree over the rows
+// in order.
+func (m *followPages) keysetIndex(root uint32, order []uint32, ends func(*memFollow) (owner, other int64)) *btree {
+	f4 := m.h.format4
+	sizeText := make([]byte, len(sqliteTime))
+	var text []byte
+	key := func(j int, text []byte) [4]sqlValue {
+		i := order[j]
+		owner, other := ends(&m.rows[i])
+		return [4]sqlValue{{i: owner}, {text: text, isText: true}, {i: other}, {i: int64(i) + 1}}
+	}
+	return &btree{root: root, n: len(order),
+		recordLen: func(j int) int { v := key(j, sizeText); return recordLen(v[:], f4) },
+		record: func(dst []byte, j int) []byte {
+			text = appendTicksTime(text[:0], m.rows[order[j]].at)
+			v := key(j, text)
+			return appendRecord(dst, v[:], f4)
+		},
+	}
+}
+
+// appendTicksTime appends, as formatSQLiteTime writes it, the time ticks
+// 100 ns ticks after the Unix epoch (years 0 to 9999), without the time
+// package's calendar: it is written 9 million times an import.
+func appendTicksTime(dst []byte, ticks int64) []byte {
+	const perDay = 86400 * ticksPerSecond
+	days := floorDiv(ticks, perDay)
+	rest := ticks - days*perDay
+	// Days to a civil date (Howard Hinnant's algorithm), from 0000-03-01.
+	z := days + 719468
+	era := floorDiv(z, 146097)
+	doe := z - era*146097
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
+	y := yoe + era*400
+	doy := doe - (365*yoe + yoe/4 - yoe/100)
+	mp := (5*doy + 2) / 153
+	d := doy - (153*mp+2)/5 + 1
+	mo := mp + 3
+	if mp >= 10 {
+		mo = mp - 9
+		y++
+	}
+	secs := rest / ticksPerSecond
+	var b [len(sqliteTime)]byte
+	put := func(at, width int, v int64) {
+		for i := at + width - 1; i >= at; i-- {
+			b[i] = byte('0' + v%10)
+			v /= 10
+		}
+	}
+	put(0, 4, y)
+	b[4] = '-'
+	put(5, 2, mo)
+	b[7] = '-'
+	put(8, 2, d)
+	b[10] = ' '
+	put(11, 2, secs/3600)
+	b[13] = ':'
+	put(14, 2, secs/60%60)
+	b[16] = ':'
+	put(17, 2, secs%60)
+	b[19] = '.'
+	put(20, 7, rest%ticksPerSecond)
+	return append(dst, b[:]...)
+}
+
+// testHookFollowPagesWritten, when set by a test, runs after the pages
+// are written and before the mark is cleared; an error from it stops
+// the import there, as a process ended at that point would.
+var testHookFollowPagesWritten func() error
+
+// write writes the held follows' trees into the file, after the import's
+// transaction committed, on conn, the import's connection, which holds
+// SQLite's exclusive lock on the file meanwhile: no other connection,
+// in this process or another, reads pages half written. The file is in
+// a rollback-journal mode (sqliteFreshBulk left WAL mode; the header
+// says so, see readSQLiteHeader), so SQLite's connections see the change
+// counter move and drop the pages they held.
+func (m *followPages) write(ctx context.Context, conn *sql.Conn) error {
+	if _, err := conn.ExecContext(ctx, `BEGIN EXCLUSIVE`); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(m.path, os.O_RDWR, 0)
+	if err == nil {
+		err = m.writeTrees(f)
+	}
+	if err == nil && testHookFollowPagesWritten != nil {
+		err = testHookFollowPagesWritten()
+	}
+	// Nothing changed through SQLite: COMMIT only lets go of the lock.
+	_, cerr := conn.ExecContext(context.Background(), `COMMIT`)
+	// Closed after the lock is let go: closing a descriptor drops all of
+	// the process's locks on the file (POSIX), SQLite's included.
+	if f != nil {
+		f.Close()
+	}
+	return errors.Join(err, cerr)
+}
+
+func (m *followPages) writeTrees(f *os.File) error {
+	h, err := readSQLiteHeader(f)
+	if err != nil {
+		return err
+	}
+	if h.pageSize != m.h.pageSize || h.usable != m.h.usable || h.format4 != m.h.format4 {
+		return errors.New("the file's header changed during the import")
+	}
+	if fi, err := f.Stat(); err != nil || fi.Size() < int64(h.pages)*int64(h.pageSize) {
+		return fmt.Errorf("the file is shorter than its header says (%v)", err)
+	}
+	return writeSQLiteTrees(f, h, m.trees())
+}
+
+// followAcrossBlock is the refusal of a block, imported from pos, that
+// stands between users who follow each other.
+func followAcrossBlock(pos Pos, p pair) *RowError {
+	return &RowError{pos, fmt.Sprintf("block %d -> %d stands between users with a follow between them (a block removes their follows)", p.from, p.to)}
+}
+
