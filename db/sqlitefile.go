@@ -142,7 +142,7 @@ func pack(n int, size func(int) int, room int, promote bool) []int {
 	var ends []int
 	i := 0
 	for {
-		used := 0
+		used, start := 0, i
 		for i < n {
 			s := size(i)
 			if used+s > room {
@@ -152,7 +152,7 @@ func pack(n int, size func(int) int, room int, promote bool) []int {
 			i++
 		}
 		ends = append(ends, i)
-		if i >= n {
+		if i >= n || i == start { // the end, or a cell too large for a page
 			return ends
 		}
 		if promote {
@@ -203,28 +203,18 @@ func appendVarint(dst []byte, v uint64) []byte {
 	return append(dst, b[:n]...)
 }
 
-// sqlValue is a column of a record: an integer, or TEXT when text is set.
-type sqlValue struct {
-	i      int64
-	text   []byte
-	isText bool
-}
-
-// serialType is v's serial type in a record, and its content's size, as
-// SQLite chooses them: the smallest integer that holds it (0 and 1 in no
-// bytes, types 8 and 9, from schema format 4), TEXT as 2n+13.
-func (v sqlValue) serialType(format4 bool) (uint64, int) {
-	if v.isText {
-		return uint64(len(v.text))*2 + 13, len(v.text)
-	}
-	u := uint64(v.i)
-	if v.i < 0 {
+// intSerial is an integer's serial type in a record, and its content's
+// size, as SQLite chooses them: the smallest that holds it, and from
+// schema format 4, 0 and 1 in no bytes (types 8 and 9).
+func intSerial(v int64, format4 bool) (byte, int) {
+	u := uint64(v)
+	if v < 0 {
 		u = ^u
 	}
 	switch {
 	case u <= 127:
-		if format4 && (v.i == 0 || v.i == 1) {
-			return 8 + u, 0
+		if format4 && (v == 0 || v == 1) {
+			return 8 + byte(v), 0
 		}
 		return 1, 1
 	case u <= 32767:
@@ -239,47 +229,52 @@ func (v sqlValue) serialType(format4 bool) (uint64, int) {
 	return 6, 8
 }
 
-// recordHeaderLen is the size of a record header over serial types of
-// the given total varint size: the header counts its own size's varint.
-func recordHeaderLen(types int) int {
-	if types+1 <= 0x7f {
-		return types + 1
+// maxShortText is the longest TEXT of a short record: its serial type,
+// 2n+13, is one byte.
+const maxShortText = 57
+
+// A short record is a record of integer columns and at most one TEXT
+// (at column textAt, -1 for none) of at most maxShortText bytes: every
+// serial type, and the header's size, is one byte, which is what makes
+// these two quick. Each follow's record is one.
+func shortRecordLen(format4 bool, textLen int, ints ...int64) int {
+	n := 1 + len(ints)
+	if textLen >= 0 {
+		n += 1 + textLen
 	}
-	return types + varintLen(uint64(types+2))
+	for _, v := range ints {
+		_, size := intSerial(v, format4)
+		n += size
+	}
+	return n
 }
 
-// recordLen is the size of the record of vals.
-func recordLen(vals []sqlValue, format4 bool) int {
-	types, body := 0, 0
-	for _, v := range vals {
-		t, n := v.serialType(format4)
-		types += varintLen(t)
-		body += n
+func appendShortRecord(dst []byte, format4 bool, textAt int, text []byte, ints ...int64) []byte {
+	cols := len(ints)
+	if textAt >= 0 {
+		cols++
 	}
-	return recordHeaderLen(types) + body
-}
-
-// appendRecord appends the record of vals to dst.
-func appendRecord(dst []byte, vals []sqlValue, format4 bool) []byte {
-	types := 0
-	for _, v := range vals {
-		t, _ := v.serialType(format4)
-		types += varintLen(t)
-	}
-	dst = appendVarint(dst, uint64(recordHeaderLen(types)))
-	for _, v := range vals {
-		t, _ := v.serialType(format4)
-		dst = appendVarint(dst, t)
-	}
-	for _, v := range vals {
-		if v.isText {
-			dst = append(dst, v.text...)
+	dst = append(dst, byte(1+cols))
+	var sizes [8]int
+	for c, k := 0, 0; c < cols; c++ {
+		if c == textAt {
+			dst = append(dst, byte(2*len(text)+13))
 			continue
 		}
-		_, n := v.serialType(format4)
-		for s := (n - 1) * 8; s >= 0; s -= 8 {
-			dst = append(dst, byte(v.i>>s))
+		t, n := intSerial(ints[k], format4)
+		dst = append(dst, t)
+		sizes[k] = n
+		k++
+	}
+	for c, k := 0, 0; c < cols; c++ {
+		if c == textAt {
+			dst = append(dst, text...)
+			continue
 		}
+		for sh := (sizes[k] - 1) * 8; sh >= 0; sh -= 8 {
+			dst = append(dst, byte(ints[k]>>sh))
+		}
+		k++
 	}
 	return dst
 }
@@ -318,14 +313,21 @@ func (h sqliteHeader) plan(t *btree) (*treePlan, error) {
 		n := t.recordLen(c.entry)
 		return 4 + varintLen(uint64(n)) + n + 2
 	}
-	// Every cell must fit a page whole, and three to a page, so that no
-	// page of pack's is empty.
-	for i := range t.n {
-		if n := t.recordLen(i); n > h.maxLocal(t.table) || 3*(leafCell(i)+4) > h.usable-12 {
-			return nil, fmt.Errorf("entry %d of tree %d is %d bytes: too large for pages of %d", i, t.root, n, h.usable)
+	// Every cell must fit a page whole (no overflow pages), and three to
+	// a page, so that no page of pack's is empty.
+	maxCell := min(h.maxLocal(t.table), (h.usable-12)/3)
+	big := -1
+	leaf := func(i int) int {
+		n := leafCell(i)
+		if n > maxCell {
+			big = i
 		}
+		return n
 	}
-	lv := treeLevel{ends: pack(t.n, leafCell, h.usable-8, !t.table), promote: !t.table}
+	lv := treeLevel{ends: pack(t.n, leaf, h.usable-8, !t.table), promote: !t.table}
+	if big >= 0 {
+		return nil, fmt.Errorf("entry %d of tree %d is %d bytes: too large for pages of %d", big, t.root, t.recordLen(big), h.usable)
+	}
 	for {
 		if len(lv.ends) == 1 {
 			p.levels = append(p.levels, lv)
@@ -482,26 +484,32 @@ func (w *pageWriter) write(p *treePlan) error {
 // side, one goroutine each. The caller holds SQLite's exclusive lock on
 // the file, in a rollback-journal mode (see readSQLiteHeader).
 func writeSQLiteTrees(f *os.File, h sqliteHeader, trees []*btree) error {
-	plans := make([]*treePlan, len(trees))
+	// Each tree's pages follow the earlier trees': a tree is planned, then
+	// written as soon as the trees before it are planned. The first, which
+	// the caller makes the slowest, waits for none.
+	first := h.pages + 1
+	bases := make([]chan int, len(trees)+1)
+	for i := range bases {
+		bases[i] = make(chan int, 1)
+	}
+	bases[0] <- 0
 	errs := make([]error, len(trees))
 	var wg sync.WaitGroup
 	for i, t := range trees {
-		wg.Go(func() { plans[i], errs[i] = h.plan(t) })
+		wg.Go(func() {
+			p, err := h.plan(t)
+			base := <-bases[i]
+			if err != nil {
+				bases[i+1] <- base
+				errs[i] = err
+				return
+			}
+			bases[i+1] <- base + p.pages
+			errs[i] = (&pageWriter{f: f, h: h, first: first, base: base}).write(p)
+		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	first, slots := h.pages+1, 0
-	writers := make([]*pageWriter, len(trees))
-	for i, p := range plans {
-		writers[i] = &pageWriter{f: f, h: h, first: first, base: slots}
-		slots += p.pages
-	}
-	for i, p := range plans {
-		wg.Go(func() { errs[i] = writers[i].write(p) })
-	}
-	wg.Wait()
+	slots := <-bases[len(trees)]
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}

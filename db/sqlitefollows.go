@@ -32,9 +32,18 @@ type followPages struct {
 	rows  []memFollow
 	files []string // the files rows came from, by memFollow.file
 	maxID int64
-	// The orders of the primary key and the two keyset indexes, as row
-	// indexes (rowid-1); made by check.
-	pk, byFollower, byFollowee []uint32
+	// The orders of the primary key and the follower index, as row
+	// indexes (rowid-1), and the followee index's keys; made by check.
+	pk, byFollower []uint32
+	byFollowee     []followeeKey
+}
+
+// followeeKey is a key of the (FolloweeId, CreatedAt, FollowerId) index,
+// with its row's index: its order is not the rows', so that reading the
+// rows in it would miss the cache at each.
+type followeeKey struct {
+	owner, at, other int64
+	row              uint32
 }
 
 // followRoots are the root pages of Follows' trees.
@@ -238,11 +247,7 @@ func (m *followPages) check(blocks map[pair]Pos) error {
 	wg.Go(func() {
 		m.pk = m.order(func(f *memFollow) int64 { return f.follower }, func(a, b *memFollow) int { return cmp.Compare(a.followee, b.followee) })
 	})
-	wg.Go(func() {
-		m.byFollowee = m.order(func(f *memFollow) int64 { return f.followee }, func(a, b *memFollow) int {
-			return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.follower, b.follower))
-		})
-	})
+	wg.Go(func() { m.byFollowee = m.followeeKeys() })
 	wg.Go(func() {
 		m.byFollower = m.order(func(f *memFollow) int64 { return f.follower }, func(a, b *memFollow) int {
 			return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.followee, b.followee))
@@ -281,10 +286,35 @@ func (m *followPages) has(follower, followee int64) bool {
 	return j < len(m.pk) && m.rows[m.pk[j]].follower == follower && m.rows[m.pk[j]].followee == followee
 }
 
+// followeeKeys returns the keys of the (FolloweeId, CreatedAt,
+// FollowerId) index in order: by followee (see order), and each
+// followee's by time, follower and row.
+func (m *followPages) followeeKeys() []followeeKey {
+	perm := m.order(func(f *memFollow) int64 { return f.followee }, nil)
+	keys := make([]followeeKey, len(perm))
+	for j, i := range perm {
+		r := &m.rows[i]
+		keys[j] = followeeKey{r.followee, r.at, r.follower, i}
+	}
+	for s := 0; s < len(keys); {
+		e := s + 1
+		for e < len(keys) && keys[e].owner == keys[s].owner {
+			e++
+		}
+		if e-s > 1 {
+			slices.SortFunc(keys[s:e], func(a, b followeeKey) int {
+				return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.other, b.other), cmp.Compare(a.row, b.row))
+			})
+		}
+		s = e
+	}
+	return keys
+}
+
 // order returns the rows' indexes sorted by group, then by within, then
 // by index. Grouping is a counting sort where the ids are dense enough
 // (users' ids mostly are); each group is then sorted apart, most of them
-// a few dozen rows.
+// a few dozen rows (when within is not nil).
 func (m *followPages) order(group func(*memFollow) int64, within func(a, b *memFollow) int) []uint32 {
 	rows := m.rows
 	perm := make([]uint32, len(rows))
@@ -307,7 +337,7 @@ func (m *followPages) order(group func(*memFollow) int64, within func(a, b *memF
 		}
 		slices.SortStableFunc(perm, func(a, b uint32) int { return cmp.Compare(group(&rows[a]), group(&rows[b])) })
 	}
-	for s := 0; s < len(perm); {
+	for s := 0; s < len(perm) && within != nil; {
 		g, e := group(&rows[perm[s]]), s+1
 		for e < len(perm) && group(&rows[perm[e]]) == g {
 			e++
@@ -320,57 +350,61 @@ func (m *followPages) order(group func(*memFollow) int64, within func(a, b *memF
 	return perm
 }
 
-// trees are Follows' four b-trees over the held rows: the table (rowids
-// in the order the rows came, as SQLite's inserts give them), its
-// primary key, and the two keyset indexes.
+// trees are Follows' four b-trees over the held rows, the slowest first
+// (see writeSQLiteTrees): the (FolloweeId, CreatedAt, FollowerId) index,
+// the table (rowids in the order the rows came, as SQLite's inserts give
+// them), its primary key, and the (FollowerId, CreatedAt, FolloweeId)
+// index.
 func (m *followPages) trees() []*btree {
 	f4 := m.h.format4
-	text := make([]byte, len(sqliteTime)) // CreatedAt's length, for sizes
-	table := &btree{root: m.roots.table, table: true, n: len(m.rows), rowid: func(i int) int64 { return int64(i) + 1 }}
-	row := func(i int, text []byte) [5]sqlValue {
-		r := &m.rows[i]
-		return [5]sqlValue{{i: r.follower}, {i: r.followee}, {text: text, isText: true},
-			{i: int64(r.flags & memMuted)}, {i: int64(1 - (r.flags&memNotificationsOff)>>1)}}
-	}
-	table.recordLen = func(i int) int { v := row(i, text); return recordLen(v[:], f4) }
-	var tableText []byte
-	table.record = func(dst []byte, i int) []byte {
-		tableText = appendTicksTime(tableText[:0], m.rows[i].at)
-		v := row(i, tableText)
-		return appendRecord(dst, v[:], f4)
-	}
-	pk := &btree{root: m.roots.pk, n: len(m.rows)}
-	pkKey := func(j int) [3]sqlValue {
-		i := m.pk[j]
-		return [3]sqlValue{{i: m.rows[i].follower}, {i: m.rows[i].followee}, {i: int64(i) + 1}}
-	}
-	pk.recordLen = func(j int) int { v := pkKey(j); return recordLen(v[:], f4) }
-	pk.record = func(dst []byte, j int) []byte { v := pkKey(j); return appendRecord(dst, v[:], f4) }
-	return []*btree{table, pk,
-		m.keysetIndex(m.roots.byFollowee, m.byFollowee, func(r *memFollow) (int64, int64) { return r.followee, r.follower }),
-		m.keysetIndex(m.roots.byFollower, m.byFollower, func(r *memFollow) (int64, int64) { return r.follower, r.followee }),
-	}
-}
-
-// keysetIndex is an (owner, CreatedAt, other) index's tree over the rows
-// in order.
-func (m *followPages) keysetIndex(root uint32, order []uint32, ends func(*memFollow) (owner, other int64)) *btree {
-	f4 := m.h.format4
-	sizeText := make([]byte, len(sqliteTime))
-	var text []byte
-	key := func(j int, text []byte) [4]sqlValue {
-		i := order[j]
-		owner, other := ends(&m.rows[i])
-		return [4]sqlValue{{i: owner}, {text: text, isText: true}, {i: other}, {i: int64(i) + 1}}
-	}
-	return &btree{root: root, n: len(order),
-		recordLen: func(j int) int { v := key(j, sizeText); return recordLen(v[:], f4) },
-		record: func(dst []byte, j int) []byte {
-			text = appendTicksTime(text[:0], m.rows[order[j]].at)
-			v := key(j, text)
-			return appendRecord(dst, v[:], f4)
+	textLen := len(sqliteTime)
+	byFollowee := &btree{root: m.roots.byFollowee, n: len(m.byFollowee),
+		recordLen: func(j int) int {
+			k := &m.byFollowee[j]
+			return shortRecordLen(f4, textLen, k.owner, k.other, int64(k.row)+1)
 		},
 	}
+	var text0 []byte
+	byFollowee.record = func(dst []byte, j int) []byte {
+		k := &m.byFollowee[j]
+		text0 = appendTicksTime(text0[:0], k.at)
+		return appendShortRecord(dst, f4, 1, text0, k.owner, k.other, int64(k.row)+1)
+	}
+	table := &btree{root: m.roots.table, table: true, n: len(m.rows), rowid: func(i int) int64 { return int64(i) + 1 },
+		recordLen: func(i int) int {
+			r := &m.rows[i]
+			return shortRecordLen(f4, textLen, r.follower, r.followee, int64(r.flags&memMuted), int64(1-(r.flags&memNotificationsOff)>>1))
+		},
+	}
+	var text1 []byte
+	table.record = func(dst []byte, i int) []byte {
+		r := &m.rows[i]
+		text1 = appendTicksTime(text1[:0], r.at)
+		return appendShortRecord(dst, f4, 2, text1, r.follower, r.followee, int64(r.flags&memMuted), int64(1-(r.flags&memNotificationsOff)>>1))
+	}
+	pk := &btree{root: m.roots.pk, n: len(m.pk),
+		recordLen: func(j int) int {
+			i := m.pk[j]
+			return shortRecordLen(f4, -1, m.rows[i].follower, m.rows[i].followee, int64(i)+1)
+		},
+		record: func(dst []byte, j int) []byte {
+			i := m.pk[j]
+			return appendShortRecord(dst, f4, -1, nil, m.rows[i].follower, m.rows[i].followee, int64(i)+1)
+		},
+	}
+	byFollower := &btree{root: m.roots.byFollower, n: len(m.byFollower),
+		recordLen: func(j int) int {
+			i := m.byFollower[j]
+			return shortRecordLen(f4, textLen, m.rows[i].follower, m.rows[i].followee, int64(i)+1)
+		},
+	}
+	var text2 []byte
+	byFollower.record = func(dst []byte, j int) []byte {
+		i := m.byFollower[j]
+		text2 = appendTicksTime(text2[:0], m.rows[i].at)
+		return appendShortRecord(dst, f4, 1, text2, m.rows[i].follower, m.rows[i].followee, int64(i)+1)
+	}
+	return []*btree{byFollowee, table, pk, byFollower}
 }
 
 // appendTicksTime appends, as formatSQLiteTime writes it, the time ticks
@@ -470,4 +504,3 @@ func (m *followPages) writeTrees(f *os.File) error {
 func followAcrossBlock(pos Pos, p pair) *RowError {
 	return &RowError{pos, fmt.Sprintf("block %d -> %d stands between users with a follow between them (a block removes their follows)", p.from, p.to)}
 }
-
