@@ -271,8 +271,20 @@ func appendShortRecord(dst []byte, format4 bool, textAt int, text []byte, ints .
 			dst = append(dst, text...)
 			continue
 		}
-		for sh := (sizes[k] - 1) * 8; sh >= 0; sh -= 8 {
-			dst = append(dst, byte(ints[k]>>sh))
+		switch v := ints[k]; sizes[k] {
+		case 1:
+			dst = append(dst, byte(v))
+		case 2:
+			dst = append(dst, byte(v>>8), byte(v))
+		case 3:
+			dst = append(dst, byte(v>>16), byte(v>>8), byte(v))
+		case 4:
+			dst = binary.BigEndian.AppendUint32(dst, uint32(v))
+		case 6:
+			dst = append(dst, byte(v>>40), byte(v>>32))
+			dst = binary.BigEndian.AppendUint32(dst, uint32(v))
+		case 8:
+			dst = binary.BigEndian.AppendUint64(dst, uint64(v))
 		}
 		k++
 	}
