@@ -387,10 +387,12 @@ func TestImportIntoNewFileRefusesAsSQLiteDoes(t *testing.T) {
 	g := genFollowGraph(10, 30, 2, 3)
 	b := g.blocks[0]
 	for name, bad := range map[string]func(g *followGraph){
-		"twice":         func(g *followGraph) { g.follows = append(g.follows, g.follows[5]) },
-		"self":          func(g *followGraph) { g.follows[7].Followee = g.follows[7].Follower },
-		"no user":       func(g *followGraph) { g.follows[8].Followee = 99 },
-		"across blocks": func(g *followGraph) { g.follows = append(g.follows, FollowRow{Follower: b.Blocked, Followee: b.Blocker}) },
+		"twice":   func(g *followGraph) { g.follows = append(g.follows, g.follows[5]) },
+		"self":    func(g *followGraph) { g.follows[7].Followee = g.follows[7].Follower },
+		"no user": func(g *followGraph) { g.follows[8].Followee = 99 },
+		"across blocks": func(g *followGraph) {
+			g.follows = append(g.follows, FollowRow{Follower: b.Blocked, Followee: b.Blocker})
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := genFollowGraph(10, 30, 2, 3)
