@@ -39,6 +39,7 @@ func TestTicksTextIsFormatSQLiteTime(t *testing.T) {
 			t.Fatalf("%v not held", tm)
 		}
 	}
+	m.gather()
 	for i, tm := range times {
 		if got, want := string(tt.append(nil, m.rows[i].at)), formatSQLiteTime(tm); got != want {
 			t.Errorf("ticks of %v written %q, want %q", tm, got, want)

@@ -29,7 +29,12 @@ type followPages struct {
 	path  string // the database file
 	h     sqliteHeader
 	roots followRoots
-	rows  []memFollow
+	// held are the rows as add holds them, in chunks of heldChunk: grown
+	// as one slice, copying it again and again was 0.85 s of the loading
+	// goroutine's CPU. check gathers them into rows.
+	held [][]memFollow
+	n    int
+	rows []memFollow
 	files []string // the files rows came from, by memFollow.file
 	maxID int64
 	// The orders of the primary key and the follower index, as row
@@ -180,7 +185,7 @@ WHERE x.key AND l.name = ?1 ORDER BY x.seqno`, func(rs *rows) error {
 // 9999), or a line number past 4 billion.
 func (m *followPages) add(f FollowRow) bool {
 	sec := f.At.Unix()
-	if len(m.rows) >= maxMemFollows || sec < minWrittenTime || sec >= maxWrittenTime || f.Pos.Line < 0 || f.Pos.Line > 1<<32-1 {
+	if m.n >= maxMemFollows || sec < minWrittenTime || sec >= maxWrittenTime || f.Pos.Line < 0 || f.Pos.Line > 1<<32-1 {
 		return false
 	}
 	file := len(m.files) - 1
@@ -201,10 +206,12 @@ func (m *followPages) add(f FollowRow) bool {
 	if f.NotificationsOff {
 		flags |= memNotificationsOff
 	}
-	if m.rows == nil {
-		m.rows = make([]memFollow, 0, 1<<16)
+	if len(m.held) == 0 || len(m.held[len(m.held)-1]) == heldChunk {
+		m.held = append(m.held, make([]memFollow, 0, heldChunk))
 	}
-	m.rows = append(m.rows, memFollow{f.Follower, f.Followee, sec*ticksPerSecond + int64(f.At.Nanosecond()/100), uint32(f.Pos.Line), uint16(file), flags})
+	last := &m.held[len(m.held)-1]
+	m.n++
+	*last = append(*last, memFollow{f.Follower, f.Followee, sec*ticksPerSecond + int64(f.At.Nanosecond()/100), uint32(f.Pos.Line), uint16(file), flags})
 	m.maxID = max(m.maxID, f.Follower, f.Followee)
 	return true
 }
@@ -214,12 +221,28 @@ func (m *followPages) len() int {
 	if m == nil {
 		return 0
 	}
-	return len(m.rows)
+	return m.n
+}
+
+const heldChunk = 1 << 16
+
+// gather puts the held rows into one slice, rows.
+func (m *followPages) gather() {
+	m.rows = make([]memFollow, 0, m.n)
+	for _, c := range m.held {
+		m.rows = append(m.rows, c...)
+	}
+	m.held = nil
 }
 
 // row is row i as the import took it.
 func (m *followPages) row(i int) FollowRow {
-	r := &m.rows[i]
+	var r *memFollow
+	if m.held != nil {
+		r = &m.held[i/heldChunk][i%heldChunk]
+	} else {
+		r = &m.rows[i]
+	}
 	return FollowRow{
 		Pos:      Pos{File: m.files[r.file], Line: int(r.line)},
 		Follower: r.follower, Followee: r.followee,
@@ -243,6 +266,7 @@ func floorDiv(a, b int64) int64 {
 // findDuplicate does), or when a block stands between users with a follow
 // between them (as refuseFollowsAcrossBlocks does).
 func (m *followPages) check(blocks map[pair]Pos) error {
+	m.gather()
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		m.pk = m.order(func(f *memFollow) int64 { return f.follower }, func(a, b *memFollow) int { return cmp.Compare(a.followee, b.followee) })
