@@ -32,9 +32,9 @@ type followPages struct {
 	// held are the rows as add holds them, in chunks of heldChunk: grown
 	// as one slice, copying it again and again was 0.85 s of the loading
 	// goroutine's CPU. check gathers them into rows.
-	held [][]memFollow
-	n    int
-	rows []memFollow
+	held  [][]memFollow
+	n     int
+	rows  []memFollow
 	files []string // the files rows came from, by memFollow.file
 	maxID int64
 	// The orders of the primary key and the follower index, as row
