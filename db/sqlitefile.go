@@ -229,14 +229,11 @@ func intSerial(v int64, format4 bool) (byte, int) {
 	return 6, 8
 }
 
-// maxShortText is the longest TEXT of a short record: its serial type,
-// 2n+13, is one byte.
-const maxShortText = 57
-
-// A short record is a record of integer columns and at most one TEXT
-// (at column textAt, -1 for none) of at most maxShortText bytes: every
-// serial type, and the header's size, is one byte, which is what makes
-// these two quick. Each follow's record is one.
+// A short record is a record of at most 7 integer columns and at most
+// one TEXT (at column textAt, -1 for none) of at most 57 bytes
+// (CreatedAt's are 27): every serial type (TEXT's is 2n+13), and the
+// header's size, is one byte, which is what makes these two quick. Each
+// follow's record is one.
 func shortRecordLen(format4 bool, textLen int, ints ...int64) int {
 	n := 1 + len(ints)
 	if textLen >= 0 {

@@ -146,21 +146,9 @@ func importPaths(t *testing.T, g followGraph, pageSize int) (pages, bySQL *Store
 	}
 	sqlPath := newSQLiteFile(t, pageSize)
 	bySQL = open(sqlPath)
-	reader, err := sql.Open("sqlite", sqlPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reader.Close()
-	tx, err := reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n int
-	if err := tx.QueryRow(`SELECT COUNT(*) FROM Users`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
+	stop := readingFrom(t, sqlPath)
 	st, err = bySQL.ImportGraph(ctx, g.graph(), nil)
-	tx.Rollback()
+	stop()
 	if err != nil {
 		t.Fatalf("import through SQLite: %v", err)
 	}
@@ -168,6 +156,33 @@ func importPaths(t *testing.T, g followGraph, pageSize int) (pages, bySQL *Store
 		t.Fatalf("the import beside a reader wrote pages: %+v", st.Phases)
 	}
 	return pages, bySQL, pagesPath
+}
+
+// readingFrom keeps a read transaction open on the file at path, on a
+// connection of its own, until stop: an import beside it stays in WAL
+// mode, and goes through SQLite (see sqliteFreshBulk).
+func readingFrom(t *testing.T, path string) (stop func()) {
+	t.Helper()
+	ctx := context.Background()
+	other, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := other.Conn(ctx)
+	if err == nil {
+		_, err = conn.ExecContext(ctx, `BEGIN`)
+	}
+	if err == nil {
+		err = conn.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_schema`).Scan(new(int))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		conn.ExecContext(ctx, `ROLLBACK`)
+		conn.Close()
+		other.Close()
+	}
 }
 
 func tookPhase(st ImportStats, name string) bool {
@@ -405,17 +420,12 @@ func TestImportIntoNewFileRefusesAsSQLiteDoes(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var tx *sql.Tx
+				stop := func() {}
 				if reader { // SQLite's import, in WAL mode
-					r, _ := sql.Open("sqlite", path)
-					defer r.Close()
-					tx, _ = r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-					tx.QueryRow(`SELECT COUNT(*) FROM Users`).Scan(new(int))
+					stop = readingFrom(t, path)
 				}
 				_, err = s.ImportGraph(ctx, g.graph(), nil)
-				if tx != nil {
-					tx.Rollback()
-				}
+				stop()
 				var ie ImportErrors
 				if !errors.As(err, &ie) {
 					t.Fatalf("import: %v", err)
