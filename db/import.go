@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -710,6 +711,12 @@ func (s *Store) bulkTx(ctx context.Context, fn func(r runner) error) (err error)
 			fresh.unfinished = true
 		}
 	}
+	if fresh != nil {
+		// Now that no SQLite lock is held (the closes would drop them).
+		for _, f := range fresh.files {
+			f.Close()
+		}
+	}
 	return err
 }
 
@@ -723,6 +730,9 @@ type freshImport struct {
 	pages       bool
 	afterCommit func() error
 	unfinished  bool
+	// files are the database's files the import opened itself, closed
+	// after the transaction and afterCommit.
+	files []*os.File
 }
 
 // setAside drops, for a bulk import, the objects that a catalogue query

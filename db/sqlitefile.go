@@ -34,7 +34,7 @@ type sqliteHeader struct {
 	format4  bool   // schema format 4: integers 0 and 1 take no bytes
 }
 
-// sqliteLockPage is the page holding byte 1,073,741,824 (SQLite's
+// lockPage is the page holding byte 1,073,741,824 (SQLite's
 // PENDING_BYTE), which SQLite never uses: the writer skips it.
 func (h sqliteHeader) lockPage() uint32 { return uint32(0x40000000/h.pageSize) + 1 }
 
@@ -92,7 +92,7 @@ type btree struct {
 	rowid func(i int) int64
 }
 
-// A b-tree page: which kind, and where its header's fields are.
+// The kinds of b-tree page, the first byte of each.
 const (
 	pageIndexInterior = 0x02
 	pageTableInterior = 0x05
@@ -323,8 +323,9 @@ func (h sqliteHeader) plan(t *btree) (*treePlan, error) {
 		return 4 + varintLen(uint64(n)) + n + 2
 	}
 	// Every cell must fit a page whole (no overflow pages), and three to
-	// a page, so that no page of pack's is empty.
-	maxCell := min(h.maxLocal(t.table), (h.usable-12)/3)
+	// a page, interior ones too (4 bytes more), so that no page of pack's
+	// is empty.
+	maxCell := min(h.maxLocal(t.table), (h.usable-12)/3-4)
 	big := -1
 	leaf := func(i int) int {
 		n := leafCell(i)

@@ -26,7 +26,7 @@ import (
 // checked before the transaction commits, and pages are written only
 // after it has: a refused import leaves the empty database.
 type followPages struct {
-	path  string // the database file
+	file  *os.File // the database file, see newFollowPages
 	h     sqliteHeader
 	roots followRoots
 	// held are the rows as add holds them, in chunks of heldChunk: grown
@@ -96,29 +96,32 @@ var (
 
 // newFollowPages returns where to hold an import's follows for the
 // writer, or nil when the file is not one it writes: an in-memory
-// database, a header it does not write (see readSQLiteHeader), or a
-// Follows table other than the migrations' (an adopted database's may
-// differ); then SQLite loads them.
+// database, a Follows table other than the migrations' (an adopted
+// database's may differ), or a header it does not write (see
+// readSQLiteHeader); then SQLite loads them.
+//
+// The file is opened here, in the import's transaction, and closed by
+// bulkTx (see freshImport.files) only once the transaction has ended and
+// the pages are written: closing a descriptor drops all of the process's
+// locks on the file (POSIX), SQLite's included.
 func newFollowPages(ctx context.Context, r runner) (*followPages, error) {
 	m := &followPages{}
-	if err := r.queryRow(ctx, `SELECT file FROM pragma_database_list WHERE name = 'main'`, nil, &m.path); err != nil {
+	var path string
+	if err := r.queryRow(ctx, `SELECT file FROM pragma_database_list WHERE name = 'main'`, nil, &path); err != nil || path == "" {
 		return nil, err
 	}
-	if m.path == "" {
-		return nil, nil
+	if ok, err := m.readSchema(ctx, r); !ok || err != nil {
+		return nil, err
 	}
-	f, err := os.Open(m.path)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	r.fresh.files = append(r.fresh.files, f)
 	if m.h, err = readSQLiteHeader(f); err != nil {
 		return nil, nil
 	}
-	ok, err := m.readSchema(ctx, r)
-	if !ok || err != nil {
-		return nil, err
-	}
+	m.file = f
 	return m, nil
 }
 
@@ -520,20 +523,12 @@ func (m *followPages) write(ctx context.Context, conn *sql.Conn) error {
 	if _, err := conn.ExecContext(ctx, `BEGIN EXCLUSIVE`); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(m.path, os.O_RDWR, 0)
-	if err == nil {
-		err = m.writeTrees(f)
-	}
+	err := m.writeTrees(m.file)
 	if err == nil && testHookFollowPagesWritten != nil {
 		err = testHookFollowPagesWritten()
 	}
 	// Nothing changed through SQLite: COMMIT only lets go of the lock.
 	_, cerr := conn.ExecContext(context.Background(), `COMMIT`)
-	// Closed after the lock is let go: closing a descriptor drops all of
-	// the process's locks on the file (POSIX), SQLite's included.
-	if f != nil {
-		f.Close()
-	}
 	return errors.Join(err, cerr)
 }
 
