@@ -516,3 +516,22 @@ func TestNewPagesSkipTheLockPage(t *testing.T) {
 		t.Errorf("a page past the lock page moved to %d", w.pageNo(0))
 	}
 }
+
+// A file with planner statistics loads through SQLite, whose path drops
+// the indexes' statistics with them; the writer would leave them saying
+// the table is empty.
+func TestImportIntoAnAnalyzedFileGoesThroughSQLite(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, newSQLiteFile(t, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.db.Exec(`ANALYZE; INSERT INTO sqlite_stat1 VALUES ('Follows', 'IX_Follows_FolloweeId_CreatedAt_FollowerId', '0 1 1 1')`); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.ImportGraph(ctx, genFollowGraph(10, 30, 0, 2).graph(), nil)
+	if err != nil || !tookPhase(st, "indexes and triggers") {
+		t.Fatalf("import into an analyzed file: %+v, %v", st.Phases, err)
+	}
+}

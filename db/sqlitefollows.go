@@ -142,8 +142,12 @@ func (m *followPages) readSchema(ctx context.Context, r runner) (bool, error) {
 	if err != nil || !slices.Equal(cols, followsColumns) {
 		return false, err
 	}
-	var rowid int
-	if err := r.queryRow(ctx, `SELECT NOT wr FROM pragma_table_list WHERE schema = 'main' AND name = 'Follows'`, nil, &rowid); err != nil || rowid != 1 {
+	// A rowid table, and no planner statistics (which SQLite's path
+	// would have dropped with the indexes, and the writer would leave
+	// saying the table is empty).
+	var plain int
+	if err := r.queryRow(ctx, `SELECT (SELECT NOT wr FROM pragma_table_list WHERE schema = 'main' AND name = 'Follows')
+  AND NOT EXISTS (SELECT 1 FROM sqlite_schema WHERE name LIKE 'sqlite_stat%')`, nil, &plain); err != nil || plain != 1 {
 		return false, err
 	}
 	roots := map[string]int64{}
@@ -263,8 +267,8 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-// check sorts the rows into the orders of the primary key and the two
-// keyset indexes, side by side, and refuses the import, as SQLite would
+// check gathers the rows and sorts them into the orders of the primary
+// key and the two keyset indexes, side by side, and refuses the import, as SQLite would
 // have, when a pair of users has two follows (naming the later row, as
 // findDuplicate does), or when a block stands between users with a follow
 // between them (as refuseFollowsAcrossBlocks does).
