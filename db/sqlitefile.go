@@ -6,8 +6,8 @@ package db
 // 19 s on this project's 2-core machine, nearly all of it SQLite's own
 // single-threaded work: the table and primary key appends about 3.5 s of
 // CPU, sorting the (FolloweeId, CreatedAt, FollowerId) index about 6 s.
-// Written here, from rows sorted in Go, the four trees of Follows are
-// built on two cores in about a second.
+// Sorted and written here, side by side, the four trees of Follows take
+// about 2.5 s of CPU, 2 to 3 s on two cores (BENCHMARKS.md, "Import").
 //
 // Only what an import into an empty table needs is here: each tree is
 // built whole, bottom up, its pages full, appended at the end of the
