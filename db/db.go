@@ -310,6 +310,8 @@ type runner struct {
 	// conn is the connection tx runs on, for what database/sql cannot
 	// say (COPY); only a bulk import's transaction has it (see bulkTx).
 	conn *sql.Conn
+	// fresh is set in a bulk import into a new database (see bulkTx).
+	fresh *freshImport
 }
 
 // prepared returns the statement's prepared form, or nil inside a

@@ -104,8 +104,10 @@ type dialect struct {
 	bulkSetup, bulkReset []string
 	// freshBulk, if not nil, sets up conn for a bulk import into a
 	// database with no users and no follows, before its transaction
-	// begins, and returns what puts it back after the transaction ends.
-	freshBulk func(ctx context.Context, conn *sql.Conn) (end func() error, err error)
+	// begins, and returns what puts it back after the transaction ends,
+	// and whether the import may write the follow table's pages itself
+	// after its transaction (see followPages).
+	freshBulk func(ctx context.Context, conn *sql.Conn) (end func() error, pages bool, err error)
 	// lastUserID reads the highest user id ever given out, deleted users'
 	// included (SQLite's sqlite_sequence, SQL Server's identity).
 	lastUserID func(ctx context.Context, r runner) (int64, error)

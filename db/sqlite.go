@@ -456,10 +456,12 @@ const sqliteImportMark = 0x466c4c64 // "FlLd"
 //
 // Leaving WAL mode needs the file to itself; when another connection is
 // reading it (SQLite says at once that it is busy), the import runs in
-// WAL mode as any other.
-func sqliteFreshBulk(ctx context.Context, conn *sql.Conn) (end func() error, err error) {
+// WAL mode as any other. Out of WAL mode, the import may write the follow
+// table's pages itself (see followPages), between its commit and the
+// clearing of the mark.
+func sqliteFreshBulk(ctx context.Context, conn *sql.Conn) (end func() error, pages bool, err error) {
 	if _, err := conn.ExecContext(ctx, `PRAGMA user_version = `+strconv.Itoa(sqliteImportMark)); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var mode string
 	err = conn.QueryRowContext(ctx, `PRAGMA journal_mode = MEMORY`).Scan(&mode)
@@ -467,7 +469,7 @@ func sqliteFreshBulk(ctx context.Context, conn *sql.Conn) (end func() error, err
 		mode, err = "wal", nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	return func() error {
 		// The transaction has ended; this runs even when ctx is done.
@@ -485,5 +487,5 @@ func sqliteFreshBulk(ctx context.Context, conn *sql.Conn) (end func() error, err
 			return fmt.Errorf("journal_mode is %s, not wal", mode)
 		}
 		return nil
-	}, nil
+	}, mode == "memory", nil
 }

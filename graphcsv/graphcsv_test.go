@@ -81,6 +81,36 @@ func TestReadTimes(t *testing.T) {
 	}
 }
 
+// parseTime reads what time.Parse reads, to the same time, and refuses
+// what it refuses: the usual form by readTime, edge cases and near misses
+// included.
+func TestParseTimeIsTimeParse(t *testing.T) {
+	ins := []string{
+		"2026-01-01 00:00:01", "2026-01-01 00:00:02.5", "2024-02-29 23:59:59.9999999", "2023-02-29 00:00:00",
+		"2026-04-31 00:00:00", "2026-13-01 00:00:00", "2026-00-01 00:00:00", "2026-01-00 00:00:00",
+		"2026-01-01 24:00:00", "2026-01-01 23:60:00", "2026-01-01 23:59:60", "0000-01-01 00:00:00",
+		"9999-12-31 23:59:59.999999999", "2026-01-01 00:00:00.", "2026-01-01 00:00:00.1234567891",
+		"2026-01-01 00:00:00,5", "2026-01-01T00:00:00", "2026-1-01 00:00:00", "+026-01-01 00:00:00",
+		"2026-01-01 00:00:0a", "2026-01-01 00:00:00.12a", "2026-01-01 00:00:00 ", "", "2026-01-01",
+		"2026-01-01 00:00:00.0000000", "1900-02-29 00:00:00", "2000-02-29 00:00:00", "2026-01-01 0:00:00",
+		"2026-01-01 00:00:00.-1", "2026-01-01 00:00:00.1 ", "2026-01-01 12:30:60", "2026-01-01 12:60:00", "2026-06-01 23:00:00",
+	}
+	for i := range 20000 {
+		tm := time.Unix(int64(i)*15485863%253402300800-62135596800+int64(i)*7, int64(i)*7919%1e9).UTC()
+		ins = append(ins, tm.Format(TimeLayout), tm.Format(time.DateTime), tm.Format("2006-01-02 15:04:05.000"), tm.Format(time.DateTime+".999999999"))
+	}
+	for _, in := range ins {
+		got, err := parseTime(in)
+		want, werr := time.Parse(time.DateTime, in)
+		if (err == nil) != (werr == nil) || !got.Equal(want) || got.Location() != want.Location() {
+			t.Errorf("parseTime(%q) = %v, %v; time.Parse: %v, %v", in, got, err, want, werr)
+		}
+		if err != nil && err.Error() != werr.Error() {
+			t.Errorf("parseTime(%q) says %q; time.Parse %q", in, err, werr)
+		}
+	}
+}
+
 // Each bad row is reported with its file and the line its record starts
 // on, and reading goes on past it.
 func TestReadPointsAtBadRows(t *testing.T) {
