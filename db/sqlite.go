@@ -18,11 +18,17 @@ import (
 // sqliteDSN adds the connection settings every pooled connection needs. They
 // go in the DSN because a PRAGMA run with Exec reaches only one connection.
 //
-// cache_size(-1000) gives each connection a 1 MB page cache instead of
-// SQLite's 2 MB: eight pooled connections' caches were most of the
-// server's peak resident size under load (102-118 MB after the fan-out
-// query at 32 concurrent requests; 85 MB with this, at no measurable CPU
-// cost: BENCHMARKS.md, "Executor").
+// Pool and page caches: four connections with a 4 MB page cache each.
+// On two cores four connections keep both busy, and each connection's
+// cache holds more of the pages that every request visits (the Users
+// table is 6 MB on the harness's graph; a cache miss is a pread, 17% of
+// the fan-out query's CPU with 1 MB caches). Against eight connections
+// with 1 MB each, side by side on the harness's graph (BENCHMARKS.md,
+// "After issue 15's work"), the fan-out query ran 5-20% faster with
+// half the p99, and the peak resident size was no higher: each pooled
+// connection also keeps its own copy of every prepared statement. (With
+// eight 1 MB caches, eight connections' caches had been most of the
+// peak resident size at 32 concurrent requests.)
 //
 // Not mmap_size: reading through a mapping of the file skipped this
 // build's one shared page-cache mutex and cut suggestions' CPU by about a
@@ -30,9 +36,11 @@ import (
 // counted in its resident size (the start-up check alone touched the
 // whole 500 MB file), and a read error on a mapped page stops the process
 // (SIGBUS) instead of failing one statement.
+const sqlitePoolSize = 4
+
 // sqliteCacheSize is every pooled connection's page cache (negative: in
 // KiB), set in the DSN and set back after a bulk import widened it.
-const sqliteCacheSize = "-1000"
+const sqliteCacheSize = "-4000"
 
 func sqliteDSN(dsn string) string {
 	params := "_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=cache_size(" + sqliteCacheSize + ")&_txlock=immediate"
@@ -52,10 +60,10 @@ func sqliteDialect() *dialect {
 		driver: "sqlite",
 		goose:  goose.DialectSQLite3,
 		configure: func(db *sql.DB) {
-			// WAL lets readers run beside the one writer; a small pool
-			// keeps the number of open files and page caches modest.
-			db.SetMaxOpenConns(8)
-			db.SetMaxIdleConns(8)
+			// WAL lets readers run beside the one writer; see
+			// sqlitePoolSize.
+			db.SetMaxOpenConns(sqlitePoolSize)
+			db.SetMaxIdleConns(sqlitePoolSize)
 			db.SetConnMaxIdleTime(5 * time.Minute)
 		},
 		rebind:  func(q string) string { return q },
