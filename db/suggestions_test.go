@@ -198,3 +198,27 @@ func TestSuggestionsStatementsDoNotGrowWithUsers(t *testing.T) {
 		}
 	}
 }
+
+// An id list reads as strconv reads each of its ids, long and signed ones
+// too, and a list with anything else in it is refused.
+func TestEachID(t *testing.T) {
+	for _, c := range []struct {
+		list string
+		want []int64
+		bad  bool
+	}{
+		{"", nil, false},
+		{"7", []int64{7}, false},
+		{"1,22,333,0", []int64{1, 22, 333, 0}, false},
+		{"999999999999999999,9223372036854775807,-5", []int64{999999999999999999, 9223372036854775807, -5}, false},
+		{"1,,2", nil, true},
+		{"1,x", nil, true},
+		{"9223372036854775808", nil, true},
+	} {
+		var got []int64
+		err := eachID([]byte(c.list), func(id int64) { got = append(got, id) })
+		if (err != nil) != c.bad || !c.bad && !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%q: got %v, %v", c.list, got, err)
+		}
+	}
+}
