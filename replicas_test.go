@@ -39,8 +39,9 @@ func TestInstancesStartTogether(t *testing.T) {
 		dsn := on.NewDSN(t)
 		const instances = 4
 		urls := make([]<-chan string, instances)
+		logs := make([]<-chan string, instances)
 		for i := range urls {
-			_, urls[i], _ = launchProcess(t, bin, replicaArgs(dsn)...)
+			_, urls[i], logs[i] = launchProcess(t, bin, replicaArgs(dsn)...)
 		}
 		deadline := time.After(60 * time.Second)
 		for i, urlc := range urls {
@@ -50,10 +51,26 @@ func TestInstancesStartTogether(t *testing.T) {
 					t.Errorf("instance %d: /readyz %d", i+1, status)
 				}
 			case <-deadline:
-				t.Fatalf("instance %d of %d did not start within 60s", i+1, instances)
+				t.Fatalf("instance %d of %d did not start within 60s; its log:\n%s", i+1, instances, strings.Join(drain(logs[i]), "\n"))
 			}
 		}
 	})
+}
+
+// drain returns the lines a process's log has sent so far.
+func drain(lines <-chan string) []string {
+	var out []string
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				return out
+			}
+			out = append(out, l)
+		default:
+			return out
+		}
+	}
 }
 
 func getStatus(t *testing.T, url string) int {
