@@ -89,11 +89,12 @@ func rewrite(path string, plain []string) error {
 // as the resolver, no middleware, and the scalar's marshaler. The
 // rewrite keeps the function's first line, and calls the marshaler on
 // the value read ($3 of $2). What it leaves out does nothing for such a
-// field: nothing can fail or panic in reading a field of an object that
-// is there, the scalars' marshalers never answer null, and the server
-// installs no field middleware (gqlgen's AroundFields; see
-// api's use), which is all that would see the field
-// context.
+// field: reading a field, or calling a method that takes no context and
+// returns no error, of an object that is there cannot fail (a panic in
+// such a method would be reported at the object's path rather than the
+// field's), the scalars' marshalers never answer null, and the server
+// installs no field middleware (gqlgen's AroundFields; see api's use),
+// which is all that would see the field context.
 const plainField = `(func \(ec \*executionContext\) NAME\(ctx context\.Context, field graphql\.CollectedField, obj [^)]+\) \(ret graphql\.Marshaler\) \{)
 	return graphql\.ResolveField\(
 		ctx,
