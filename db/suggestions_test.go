@@ -14,17 +14,18 @@ import (
 // referenceSuggestions is what a user's suggestions are, said the plain
 // way: one SQLite statement that counts, excludes and ranks (the server's
 // own statement until it learned to rank in Go, kept here as the
-// definition the store must match), its newest follows numbered as the
+// definition the store must match), its newest follows taken as the
 // other dialects' LIMITs take them. ?1 is the user, ?2 how many.
-var referenceSuggestions = fmt.Sprintf(`WITH newest AS (
-  SELECT FollowerId, FolloweeId, ROW_NUMBER() OVER (PARTITION BY FollowerId ORDER BY CreatedAt DESC, FolloweeId DESC) AS n
-  FROM Follows)
-SELECT s.Via, `+userColumns+`
+var referenceSuggestions = fmt.Sprintf(`SELECT s.Via, `+userColumns+`
 FROM (SELECT f2.FolloweeId AS Id, COUNT(*) AS Via
-      FROM newest AS f1
+      FROM Follows AS f1
       JOIN Users AS v ON v.Id = f1.FolloweeId AND v.DeactivatedAt IS NULL
-      JOIN newest AS f2 ON f2.FollowerId = f1.FolloweeId
-      WHERE f1.FollowerId = ?1 AND f1.n <= %d AND f2.n <= %d
+      JOIN Follows AS f2 ON f2.FollowerId = f1.FolloweeId
+      WHERE f1.FollowerId = ?1
+        AND f1.FolloweeId IN (SELECT n.FolloweeId FROM Follows AS n WHERE n.FollowerId = ?1
+                              ORDER BY n.CreatedAt DESC, n.FolloweeId DESC LIMIT %d)
+        AND f2.FolloweeId IN (SELECT n.FolloweeId FROM Follows AS n WHERE n.FollowerId = f1.FolloweeId
+                              ORDER BY n.CreatedAt DESC, n.FolloweeId DESC LIMIT %d)
         AND f2.FolloweeId <> ?1
         AND NOT EXISTS (SELECT 1 FROM Follows AS f3 WHERE f3.FollowerId = ?1 AND f3.FolloweeId = f2.FolloweeId)
         AND NOT EXISTS (SELECT 1 FROM Blocks AS b WHERE b.BlockerId = ?1 AND b.BlockedId = f2.FolloweeId)
