@@ -84,56 +84,9 @@ func ReadUsers(name string, r io.Reader) iter.Seq2[db.UserRow, error] {
 	})
 }
 
-// parseTime reads a time in TimeLayout, or with fewer fractional digits:
-// time.DateTime is TimeLayout without its fraction, which Parse then reads
-// whatever its number of digits. The usual form is read by readTime, which
-// Parse's layout machinery took three times as long as (a third of the
-// time reading follows.csv took); Parse reads the rest, and says what is
-// wrong with a time that is not right.
-func parseTime(s string) (time.Time, error) {
-	if t, ok := readTime(s); ok {
-		return t, nil
-	}
-	return time.Parse(time.DateTime, s)
-}
-
-// readTime reads YYYY-MM-DD HH:MM:SS, with a point and one to nine
-// fractional digits or without, to the time Parse would read; anything
-// else, valid or not, it leaves to Parse.
-func readTime(s string) (time.Time, bool) {
-	if len(s) < 19 || len(s) == 20 || len(s) > 29 || s[4] != '-' || s[7] != '-' || s[10] != ' ' || s[13] != ':' || s[16] != ':' || len(s) > 19 && s[19] != '.' {
-		return time.Time{}, false
-	}
-	ok := true
-	num := func(from, to int) int {
-		n := 0
-		for i := from; i < to; i++ {
-			c := s[i] - '0'
-			if c > 9 {
-				ok = false
-			}
-			n = n*10 + int(c)
-		}
-		return n
-	}
-	year, month, day := num(0, 4), num(5, 7), num(8, 10)
-	hour, minute, sec := num(11, 13), num(14, 16), num(17, 19)
-	nsec := 0
-	if len(s) > 19 {
-		nsec = num(20, len(s))
-		for range 29 - len(s) {
-			nsec *= 10
-		}
-	}
-	if !ok || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || sec > 59 {
-		return time.Time{}, false
-	}
-	t := time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC)
-	if t.Day() != day { // past the month's end
-		return time.Time{}, false
-	}
-	return t, true
-}
+// parseTime reads a time in TimeLayout, or with fewer fractional digits,
+// as time.Parse(time.DateTime, s) does (see db.ParseDateTime).
+func parseTime(s string) (time.Time, error) { return db.ParseDateTime(s) }
 
 // parseFlag reads a setting written as 0 or 1 (true and false are read too).
 func parseFlag(s string) (bool, error) { return strconv.ParseBool(s) }
