@@ -72,8 +72,9 @@ func (s *Store) sqlSuggestions(ctx context.Context, qs []SuggestionQuery, out []
 // (see SuggestionVia); with k -1 minus the position, the people the user
 // follows and the people it blocks or is blocked by, whom suggestions
 // leave out. Each part is a range of an index that covers it: the
-// counting and excluding that SQLite would do by sorting groups and by a
-// lookup per row, Go does with hash maps. A list in one row rather than a
+// counting and excluding that SQLite would do by sorting groups on disk
+// pages and by a lookup per row, Go does on the ids in memory
+// (tally.count). A list in one row rather than a
 // row per id costs a third less (BENCHMARKS.md): the driver's work per
 // row outweighs SQLite's per id.
 //
@@ -110,12 +111,12 @@ func sqliteSuggestionReadsQuery(qs []SuggestionQuery) (string, []any) {
 		func(i int) []any { return args(i, qs[i].User) }, args(len(qs), 0))
 }
 
-// eachID calls fn with each id of a comma-separated list. Ids of up to 18
-// digits, which every row id is, are read digit by digit: strconv.ParseInt,
-// with its signs, bases and underscores, was 1.7% of the suggestions
-// query's CPU under load, for 755 ids a typical call. It reads anything
-// else, or refuses it.
-func eachID(list []byte, fn func(id int64)) error {
+// appendIDs appends the ids of a comma-separated list to dst. Ids of up
+// to 18 digits, which every row id is, are read digit by digit:
+// strconv.ParseInt, with its signs, bases and underscores, was 1.7% of the
+// suggestions query's CPU under load, for 755 ids a typical call. It
+// reads anything else, or refuses it.
+func appendIDs(dst []int64, list []byte) ([]int64, error) {
 	for len(list) > 0 {
 		field := list
 		if i := bytes.IndexByte(list, ','); i >= 0 {
@@ -134,34 +135,64 @@ func eachID(list []byte, fn func(id int64)) error {
 		if !ok {
 			var err error
 			if id, err = strconv.ParseInt(string(field), 10, 64); err != nil {
-				return fmt.Errorf("read an id list: %w", err)
+				return dst, fmt.Errorf("read an id list: %w", err)
 			}
 		}
-		fn(id)
+		dst = append(dst, id)
 	}
-	return nil
+	return dst, nil
 }
 
-// tally is one query's counts: how many of the user's follows follow
-// each candidate, and whom to leave out; then its candidates on their way
-// to the answer.
+// tally is one query's counts: the ids read for it, then its candidates
+// on their way to the answer.
 type tally struct {
-	via     map[int64]int
-	exclude map[int64]bool
+	// via holds an id for each follow of it by one of the user's follows
+	// (see suggestionReads); exclude the ids suggestions leave out.
+	via, exclude []int64
 	// below are the candidates not yet known to be among the best,
 	// pending those that may be, whose users are being read, and best
 	// those that are, their users read and active.
-	below, pending, best []Suggestion
+	below, pending []candidate
+	best           []Suggestion
+}
+
+// candidate is a user suggestions may name, by id, with its via count.
+type candidate struct {
+	id  int64
+	via int
 }
 
 var tallies = sync.Pool{New: func() any {
-	return &tally{via: make(map[int64]int, 1024), exclude: make(map[int64]bool, 64)}
+	return &tally{via: make([]int64, 0, 1024)}
 }}
 
 func (t *tally) reset() {
-	clear(t.via)
-	clear(t.exclude)
+	t.via, t.exclude = t.via[:0], t.exclude[:0]
 	t.below, t.pending, t.best = t.below[:0], t.pending[:0], t.best[:0]
+}
+
+// count makes the candidates: each id of via once, with how many times it
+// came, unless excluded. Sorting the ids and counting runs of equal ones,
+// with the candidates as (id, via) pairs, took 32 µs for the harness's
+// typical user's 755 ids where a hash map's increments and candidates as
+// whole Suggestions took 68 (BENCHMARKS.md).
+func (t *tally) count() {
+	slices.Sort(t.via)
+	slices.Sort(t.exclude)
+	ex := t.exclude
+	for i := 0; i < len(t.via); {
+		id, j := t.via[i], i+1
+		for j < len(t.via) && t.via[j] == id {
+			j++
+		}
+		for len(ex) > 0 && ex[0] < id {
+			ex = ex[1:]
+		}
+		if len(ex) == 0 || ex[0] != id {
+			t.below = append(t.below, candidate{id: id, via: j - i})
+		}
+		i = j
+	}
 }
 
 // rankedSuggestions answers the batch with one statement that reads the
@@ -180,16 +211,17 @@ func (s *Store) rankedSuggestions(ctx context.Context, qs []SuggestionQuery, out
 	err := s.scanBatch(ctx, text, args, func(rows *rows) error {
 		var k int
 		var list sql.RawBytes
-		if err := rows.Scan(&k, &list); err != nil {
+		err := rows.Scan(&k, &list)
+		if err != nil {
 			return err
 		}
 		switch {
 		case k >= 0 && k < len(qs):
-			return eachID(list, func(id int64) { ts[k].via[id]++ })
+			ts[k].via, err = appendIDs(ts[k].via, list)
 		case k < 0 && -1-k < len(qs):
-			return eachID(list, func(id int64) { ts[-1-k].exclude[id] = true })
+			ts[-1-k].exclude, err = appendIDs(ts[-1-k].exclude, list)
 		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return err
@@ -197,12 +229,8 @@ func (s *Store) rankedSuggestions(ctx context.Context, qs []SuggestionQuery, out
 	var ids []int64
 	for i, q := range qs {
 		t := ts[i]
-		t.exclude[q.User] = true
-		for id, via := range t.via {
-			if !t.exclude[id] {
-				t.below = append(t.below, Suggestion{User: User{ID: id}, Via: via})
-			}
-		}
+		t.exclude = append(t.exclude, q.User)
+		t.count()
 		ids = t.promote(q.First, ids)
 	}
 	if err := s.rankUsers(ctx, qs, ts, out, ids); err != nil {
@@ -235,10 +263,10 @@ func (t *tally) promote(first int, ids []int64) []int64 {
 		// down, the one at which first are counted.
 		var hist []int
 		for _, c := range t.below {
-			if c.Via >= len(hist) {
-				hist = append(hist, make([]int, c.Via+1-len(hist))...)
+			if c.via >= len(hist) {
+				hist = append(hist, make([]int, c.via+1-len(hist))...)
 			}
-			hist[c.Via]++
+			hist[c.via]++
 		}
 		for n, v := 0, len(hist)-1; n < first; v-- {
 			n += hist[v]
@@ -247,9 +275,9 @@ func (t *tally) promote(first int, ids []int64) []int64 {
 	}
 	kept := t.below[:0]
 	for _, c := range t.below {
-		if c.Via >= cut {
+		if c.via >= cut {
 			t.pending = append(t.pending, c)
-			ids = append(ids, c.User.ID)
+			ids = append(ids, c.id)
 		} else {
 			kept = append(kept, c)
 		}
@@ -283,9 +311,8 @@ func (s *Store) rankUsers(ctx context.Context, qs []SuggestionQuery, ts []*tally
 	for i, q := range qs {
 		t := ts[i]
 		for _, c := range t.pending {
-			if j, ok := slices.BinarySearchFunc(users, c.User.ID, byID); ok {
-				c.User = users[j]
-				t.best = append(t.best, c)
+			if j, ok := slices.BinarySearchFunc(users, c.id, byID); ok {
+				t.best = append(t.best, Suggestion{User: users[j], Via: c.via})
 			}
 		}
 		t.pending = t.pending[:0]

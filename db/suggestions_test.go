@@ -202,7 +202,7 @@ func TestSuggestionsStatementsDoNotGrowWithUsers(t *testing.T) {
 
 // An id list reads as strconv reads each of its ids, long and signed ones
 // too, and a list with anything else in it is refused.
-func TestEachID(t *testing.T) {
+func TestAppendIDs(t *testing.T) {
 	for _, c := range []struct {
 		list string
 		want []int64
@@ -216,8 +216,7 @@ func TestEachID(t *testing.T) {
 		{"1,x", nil, true},
 		{"9223372036854775808", nil, true},
 	} {
-		var got []int64
-		err := eachID([]byte(c.list), func(id int64) { got = append(got, id) })
+		got, err := appendIDs(nil, []byte(c.list))
 		if (err != nil) != c.bad || !c.bad && !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%q: got %v, %v", c.list, got, err)
 		}
