@@ -71,7 +71,7 @@ type dialect struct {
 	// The reads whose text differs: ids arrive as one JSON array
 	// parameter, pairs as an array of [follower, followee];
 	// followsExist also reads each follow's settings.
-	usersByID, userByName, followsExist, blocksExist, mutualCounts string
+	usersByID, userByID, userByName, followsExist, blocksExist, mutualCounts string
 	// listUsers reads a page of Query.users each way (see fillUsers): its
 	// parameters are the lowest and highest id it may hold, and how many
 	// rows.
@@ -162,6 +162,7 @@ func dialectFor(dsn string) (*dialect, string, error) {
 // parts a dialect gives.
 func (d *dialect) finish() *dialect {
 	d.usersByID = `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id IN (` + d.idSet + `)`
+	d.userByID = `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id = ?`
 	d.recountIDs = recountUsers(d.idSet)
 	d.recountImported = recountUsersGrouped(d.idSet)
 	d.selectPairUsers = `SELECT ` + userColumns + ` FROM Users AS u` + d.actLock.hint + ` WHERE u.Id IN (?, ?) ORDER BY u.Id` + d.actLock.suffix
