@@ -1,7 +1,6 @@
 package db
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"database/sql"
@@ -116,16 +115,17 @@ func sqliteSuggestionReadsQuery(qs []SuggestionQuery) (string, []any) {
 // strconv.ParseInt, with its signs, bases and underscores, was 1.7% of the
 // suggestions query's CPU under load, for 755 ids a typical call. It
 // reads anything else, or refuses it.
-func appendIDs(dst []int64, list []byte) ([]int64, error) {
+func appendIDs(dst []int64, list string) ([]int64, error) {
 	for len(list) > 0 {
 		field := list
-		if i := bytes.IndexByte(list, ','); i >= 0 {
+		if i := strings.IndexByte(list, ','); i >= 0 {
 			field, list = list[:i], list[i+1:]
 		} else {
-			list = nil
+			list = ""
 		}
 		id, ok := int64(0), len(field) > 0 && len(field) <= 18
-		for _, c := range field {
+		for i := range len(field) {
+			c := field[i]
 			if c < '0' || c > '9' {
 				ok = false
 				break
@@ -134,7 +134,7 @@ func appendIDs(dst []int64, list []byte) ([]int64, error) {
 		}
 		if !ok {
 			var err error
-			if id, err = strconv.ParseInt(string(field), 10, 64); err != nil {
+			if id, err = strconv.ParseInt(field, 10, 64); err != nil {
 				return dst, fmt.Errorf("read an id list: %w", err)
 			}
 		}
@@ -210,16 +210,18 @@ func (s *Store) rankedSuggestions(ctx context.Context, qs []SuggestionQuery, out
 	text, args := s.d.suggestionReads(qs)
 	err := s.scanBatch(ctx, text, args, func(rows *rows) error {
 		var k int
-		var list sql.RawBytes
+		// A string: the driver's text comes as one, which a RawBytes
+		// would copy again (a typical list is 4.5 kB).
+		var list sql.NullString
 		err := rows.Scan(&k, &list)
 		if err != nil {
 			return err
 		}
 		switch {
 		case k >= 0 && k < len(qs):
-			ts[k].via, err = appendIDs(ts[k].via, list)
+			ts[k].via, err = appendIDs(ts[k].via, list.String)
 		case k < 0 && -1-k < len(qs):
-			ts[-1-k].exclude, err = appendIDs(ts[-1-k].exclude, list)
+			ts[-1-k].exclude, err = appendIDs(ts[-1-k].exclude, list.String)
 		}
 		return err
 	})

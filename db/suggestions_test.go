@@ -216,7 +216,7 @@ func TestAppendIDs(t *testing.T) {
 		{"1,x", nil, true},
 		{"9223372036854775808", nil, true},
 	} {
-		got, err := appendIDs(nil, []byte(c.list))
+		got, err := appendIDs(nil, c.list)
 		if (err != nil) != c.bad || !c.bad && !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%q: got %v, %v", c.list, got, err)
 		}
