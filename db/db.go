@@ -92,6 +92,9 @@ type Store struct {
 	// PostgreSQL listener connects with it too.
 	connStr string
 	feed    feed
+	// lists are the users' newest follows that suggestions read, by
+	// version (see followLists).
+	lists *followLists
 }
 
 // Option sets up a Store as Open makes it.
@@ -144,7 +147,7 @@ func open(ctx context.Context, d *dialect, dsn, connStr string, opts []Option) (
 		}
 	}()
 	d.configure(sqlDB)
-	s := &Store{db: sqlDB, d: d, Adopted: adopted, connStr: connStr}
+	s := &Store{db: sqlDB, d: d, Adopted: adopted, connStr: connStr, lists: newFollowLists(followListsIDs)}
 	for _, opt := range opts {
 		opt(s)
 	}

@@ -89,11 +89,17 @@ type dialect struct {
 	// may get more, which the store drops.
 	pagesQuery       func(kind listKind, way pageWay, qs []PageQuery) (string, []any)
 	suggestionsQuery func(qs []SuggestionQuery) (string, []any)
-	// suggestionReads, where set, replaces suggestionsQuery: a statement
-	// that reads the data of a batch of suggestions, for the store to
-	// count and rank (see rankedSuggestions), where the dialect's SQL
-	// would group and order them by sorting.
-	suggestionReads func(qs []SuggestionQuery) (string, []any)
+	// suggestionFollowees, where set, replaces suggestionsQuery, for a
+	// dialect whose SQL would group and order suggestions by sorting: a
+	// statement that reads, for a batch, each user's newest followees with
+	// the versions of their follows, and the ids suggestions leave out;
+	// suggestionLists reads the newest follows of the users of an id list
+	// with their versions. The store counts and ranks (rankedSuggestions),
+	// keeping the lists it read (followLists). bumpFollowVersions bumps
+	// the versions of the users of an id list, for a bulk import that set
+	// the triggers which do it aside.
+	suggestionFollowees                 func(qs []SuggestionQuery) (string, []any)
+	suggestionLists, bumpFollowVersions string
 
 	// arg converts a parameter to the driver's preferred form.
 	arg func(any) any

@@ -324,8 +324,12 @@ func (s *Store) ImportGraph(ctx context.Context, g Graph, progress func(follows 
 				return err
 			}
 			st.Rebuild = clock.mark("indexes and triggers")
-			// The set-aside triggers did not count the imported follows.
+			// The set-aside triggers did not count the imported follows,
+			// nor bump their followers' versions.
 			if err := load.setCounts(fresh); err != nil {
+				return err
+			}
+			if err := load.bumpVersions(); err != nil {
 				return err
 			}
 		}
@@ -629,6 +633,28 @@ func (l *followLoad) setCounts(fresh bool) error {
 		ids = append(ids, id)
 	}
 	_, err := l.r.exec(l.ctx, d.recountImported, idList(ids))
+	return err
+}
+
+// bumpVersions bumps the follow versions (see followLists) of the users
+// of the imported follows, where the dialect keeps them: the triggers
+// that would have were set aside for the load. (Into a new file whose
+// pages the import writes itself, no server can hold a list yet.)
+func (l *followLoad) bumpVersions() error {
+	d := l.r.s.d
+	if d.bumpFollowVersions == "" {
+		return nil
+	}
+	// Every user at either end: a follow of a deactivated user counts for
+	// nobody but is in its follower's list all the same.
+	var ids []int64
+	for id := range l.counts.all {
+		ids = append(ids, id)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := l.r.exec(l.ctx, d.bumpFollowVersions, idList(ids))
 	return err
 }
 

@@ -136,7 +136,10 @@ FROM json_each(?) AS c WHERE Users.Id = c.value ->> 0`,
 		bulkReset: []string{`PRAGMA foreign_keys = ON`, `PRAGMA cache_size = ` + sqliteCacheSize},
 	}
 	d.pagesQuery = func(kind listKind, way pageWay, qs []PageQuery) (string, []any) { return sqlitePages(d, kind, way, qs) }
-	d.suggestionReads = sqliteSuggestionReadsQuery
+	d.suggestionFollowees = sqliteSuggestionFolloweesQuery
+	d.suggestionLists = sqliteSuggestionLists
+	d.bumpFollowVersions = `INSERT INTO FollowVersions (UserId, Version) SELECT value, 1 FROM json_each(?) WHERE true
+ON CONFLICT (UserId) DO UPDATE SET Version = Version + 1`
 	return d
 }
 

@@ -16,15 +16,16 @@ import (
 // and who is left out), best first by bySuggestionRank.
 //
 // A dialect either ranks them in SQL (suggestionsQuery), or, where its SQL
-// would aggregate by sorting, reads their data with suggestionReads and
-// the store counts, excludes and ranks here (rankedSuggestions).
+// would aggregate by sorting, reads their data (suggestionFollowees and
+// suggestionLists) and the store counts, excludes and ranks here
+// (rankedSuggestions).
 func (s *Store) Suggestions(ctx context.Context, qs []SuggestionQuery) ([][]Suggestion, error) {
 	out := make([][]Suggestion, len(qs))
 	if len(qs) == 0 {
 		return out, nil
 	}
 	var err error
-	if s.d.suggestionReads != nil {
+	if s.d.suggestionFollowees != nil {
 		err = s.rankedSuggestions(ctx, qs, out)
 	} else {
 		err = s.sqlSuggestions(ctx, qs, out)
@@ -64,31 +65,22 @@ func (s *Store) sqlSuggestions(ctx context.Context, qs []SuggestionQuery, out []
 	})
 }
 
-// sqliteSuggestionReads is one user's share of the data its suggestions
-// come from, as rows (k, Ids), Ids a comma-separated list: with k the
-// query's position, the people followed by the active people the user
-// follows, each once per such follow, only the newest follows counting
-// (see SuggestionVia); with k -1 minus the position, the people the user
-// follows and the people it blocks or is blocked by, whom suggestions
-// leave out. Each part is a range of an index that covers it: the
-// counting and excluding that SQLite would do by sorting groups on disk
-// pages and by a lookup per row, Go does on the ids in memory
-// (tally.count). A list in one row rather than a
-// row per id costs a third less (BENCHMARKS.md): the driver's work per
-// row outweighs SQLite's per id.
-//
-// The newest follows are those the other dialects' LATERAL and CROSS
-// APPLY take (ORDER BY CreatedAt DESC, FolloweeId DESC LIMIT n): SQLite
-// has no LATERAL join, but a scalar subquery may hold a LIMIT per row, so
-// each active followee's newest follows come as a list of their own,
-// which the outer group_concat joins into the query's one list. Each list
-// is one walk of the (FollowerId, CreatedAt, FolloweeId) index; a bound
-// by time at the n-th newest follow, as this statement had before,
-// walked it twice and let follows tied at the bound's time all in.
-var sqliteSuggestionReads = `SELECT ? AS k, group_concat(lists.Ids) FROM (
-  SELECT (SELECT group_concat(theirs.FolloweeId) FROM (` + sqliteNewestFollowees("mine.FolloweeId", SuggestionsPerVia) + `) AS theirs) AS Ids
-  FROM (` + sqliteNewestFollowees("?", SuggestionVia) + `) AS mine
-  JOIN ` + activeUser("v", "mine.FolloweeId") + `) AS lists
+// sqliteSuggestionFollowees is one user's share of the data its
+// suggestions come from, as rows (k, Ids), Ids a comma-separated list:
+// with k the query's position, the active people the user follows, only
+// the newest follows counting (see SuggestionVia), each followed by the
+// version of its own follows (0 where it has none: see followLists);
+// with k -1 minus the position, the people the user follows and the
+// people it blocks or is blocked by, whom suggestions leave out. Each part
+// is a range of an index that covers it: the counting and excluding that
+// SQLite would do by sorting groups on disk pages and by a lookup per row,
+// Go does on the ids in memory (tally.count). A list in one row rather
+// than a row per id costs a third less (BENCHMARKS.md): the driver's work
+// per row outweighs SQLite's per id.
+var sqliteSuggestionFollowees = `SELECT ? AS k, group_concat(mine.FolloweeId || ',' || coalesce(fv.Version, 0))
+FROM (` + sqliteNewestFollowees("?", SuggestionVia) + `) AS mine
+  JOIN ` + activeUser("v", "mine.FolloweeId") + `
+  LEFT JOIN FollowVersions AS fv ON fv.UserId = mine.FolloweeId
 UNION ALL
 SELECT ?, group_concat(x.Id) FROM (
   SELECT f.FolloweeId AS Id FROM Follows AS f WHERE f.FollowerId = ?
@@ -97,6 +89,21 @@ SELECT ?, group_concat(x.Id) FROM (
   UNION ALL
   SELECT b.BlockerId FROM Blocks AS b WHERE b.BlockedId = ?) AS x`
 
+// sqliteSuggestionLists reads, for the users of an id list, as rows (Id,
+// Version, Ids), the version of their follows and the people they
+// followed last, the newest SuggestionsPerVia, as a comma-separated list:
+// one statement, one snapshot, so a list is the one its version names.
+//
+// The newest follows are those the other dialects' LATERAL and CROSS
+// APPLY take (ORDER BY CreatedAt DESC, FolloweeId DESC LIMIT n): SQLite
+// has no LATERAL join, but a scalar subquery may hold a LIMIT per row, so
+// each list is one walk of the (FollowerId, CreatedAt, FolloweeId) index;
+// a bound by time at the n-th newest follow, as this statement had
+// before, walked it twice and let follows tied at the bound's time all in.
+var sqliteSuggestionLists = `SELECT m.value, coalesce(fv.Version, 0),
+  (SELECT group_concat(theirs.FolloweeId) FROM (` + sqliteNewestFollowees("m.value", SuggestionsPerVia) + `) AS theirs)
+FROM json_each(?) AS m LEFT JOIN FollowVersions AS fv ON fv.UserId = m.value`
+
 // sqliteNewestFollowees are, as rows (FolloweeId), the people the user
 // whose id is owner followed last, the newest n.
 func sqliteNewestFollowees(owner string, n int) string {
@@ -104,9 +111,9 @@ func sqliteNewestFollowees(owner string, n int) string {
     ORDER BY nf.CreatedAt DESC, nf.FolloweeId DESC LIMIT ` + strconv.Itoa(n)
 }
 
-func sqliteSuggestionReadsQuery(qs []SuggestionQuery) (string, []any) {
+func sqliteSuggestionFolloweesQuery(qs []SuggestionQuery) (string, []any) {
 	args := func(k int, user int64) []any { return []any{k, user, -1 - k, user, user, user} }
-	return unionBatch(sqliteSuggestionReads, len(qs),
+	return unionBatch(sqliteSuggestionFollowees, len(qs),
 		func(i int) []any { return args(i, qs[i].User) }, args(len(qs), 0))
 }
 
@@ -146,9 +153,11 @@ func appendIDs(dst []int64, list string) ([]int64, error) {
 // tally is one query's counts: the ids read for it, then its candidates
 // on their way to the answer.
 type tally struct {
-	// via holds an id for each follow of it by one of the user's follows
-	// (see suggestionReads); exclude the ids suggestions leave out.
-	via, exclude []int64
+	// followees are the active people the user follows last, each with
+	// the version of its follows (see sqliteSuggestionFollowees); via
+	// holds an id for each follow of it by one of them, among their
+	// newest; exclude the ids suggestions leave out.
+	followees, via, exclude []int64
 	// below are the candidates not yet known to be among the best,
 	// pending those that may be, whose users are being read, and best
 	// those that are, their users read and active.
@@ -167,7 +176,7 @@ var tallies = sync.Pool{New: func() any {
 }}
 
 func (t *tally) reset() {
-	t.via, t.exclude = t.via[:0], t.exclude[:0]
+	t.followees, t.via, t.exclude = t.followees[:0], t.via[:0], t.exclude[:0]
 	t.below, t.pending, t.best = t.below[:0], t.pending[:0], t.best[:0]
 }
 
@@ -195,23 +204,26 @@ func (t *tally) count() {
 	}
 }
 
-// rankedSuggestions answers the batch with one statement that reads the
-// candidates' data (suggestionReads) and one that reads the users who can
+// rankedSuggestions answers the batch with one statement that reads each
+// user's newest followees and the ids to leave out
+// (suggestionFollowees), the followees' own newest follows from
+// s.lists, one more statement for those whose lists it lacks or whose
+// versions moved (suggestionLists), and one that reads the users who can
 // be among each query's best: those with at least the via count of its
 // first-th best candidate, all tied at that count included, since names
 // break ties. Only when deactivated users among them leave a query short
-// does a third statement read the rest of its candidates.
+// does another statement read the rest of its candidates.
 func (s *Store) rankedSuggestions(ctx context.Context, qs []SuggestionQuery, out [][]Suggestion) error {
 	ts := make([]*tally, len(qs))
 	for i := range ts {
 		ts[i] = tallies.Get().(*tally)
 		defer func(t *tally) { t.reset(); tallies.Put(t) }(ts[i])
 	}
-	text, args := s.d.suggestionReads(qs)
+	text, args := s.d.suggestionFollowees(qs)
 	err := s.scanBatch(ctx, text, args, func(rows *rows) error {
 		var k int
 		// A string: the driver's text comes as one, which a RawBytes
-		// would copy again (a typical list is 4.5 kB).
+		// would copy again.
 		var list sql.NullString
 		err := rows.Scan(&k, &list)
 		if err != nil {
@@ -219,13 +231,16 @@ func (s *Store) rankedSuggestions(ctx context.Context, qs []SuggestionQuery, out
 		}
 		switch {
 		case k >= 0 && k < len(qs):
-			ts[k].via, err = appendIDs(ts[k].via, list.String)
+			ts[k].followees, err = appendIDs(ts[k].followees, list.String)
 		case k < 0 && -1-k < len(qs):
 			ts[-1-k].exclude, err = appendIDs(ts[-1-k].exclude, list.String)
 		}
 		return err
 	})
 	if err != nil {
+		return err
+	}
+	if err := s.readFollowLists(ctx, ts); err != nil {
 		return err
 	}
 	var ids []int64
@@ -326,6 +341,55 @@ func (s *Store) rankUsers(ctx context.Context, qs []SuggestionQuery, ts []*tally
 		out[i] = nil
 		if len(best) > 0 {
 			out[i] = slices.Clone(best)
+		}
+	}
+	return nil
+}
+
+// readFollowLists adds to each tally's via the newest follows of its
+// followees: from s.lists where it holds them at the version just read,
+// and otherwise from one statement for all the batch's others, whose
+// lists s.lists then keeps.
+func (s *Store) readFollowLists(ctx context.Context, ts []*tally) error {
+	var missing []int64
+	for _, t := range ts {
+		fs := t.followees
+		for i := 0; i+1 < len(fs); i += 2 {
+			if ids, ok := s.lists.get(fs[i], fs[i+1]); ok {
+				t.via = append(t.via, ids...)
+			} else {
+				missing = append(missing, fs[i])
+				fs[i+1] = -1 // versions are never negative: read below
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	read := make(map[int64][]int64, len(missing))
+	err := s.scanBatch(ctx, s.d.suggestionLists, []any{idList(missing)}, func(rows *rows) error {
+		var id, version int64
+		var list sql.NullString
+		if err := rows.Scan(&id, &version, &list); err != nil {
+			return err
+		}
+		ids, err := appendIDs(nil, list.String)
+		if err != nil {
+			return err
+		}
+		read[id] = ids
+		s.lists.put(id, version, ids)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, t := range ts {
+		fs := t.followees
+		for i := 0; i+1 < len(fs); i += 2 {
+			if fs[i+1] == -1 {
+				t.via = append(t.via, read[fs[i]]...)
+			}
 		}
 	}
 	return nil

@@ -2,9 +2,11 @@ package db
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -181,7 +183,9 @@ func reference(t *testing.T, s *Store, q SuggestionQuery) []Suggestion {
 }
 
 // A batch of suggestions costs a fixed number of statements, whoever asks
-// and however many ask.
+// and however many ask: on SQLite the followees, their lists where the
+// store does not hold them (see followLists), the users that can rank and,
+// where deactivated users leave a list short, the rest.
 func TestSuggestionsStatementsDoNotGrowWithUsers(t *testing.T) {
 	s := openTestStore(t)
 	ids := skewedGraph(t, s, 300)
@@ -194,8 +198,8 @@ func TestSuggestionsStatementsDoNotGrowWithUsers(t *testing.T) {
 		if _, err := s.Suggestions(ctx, qs); err != nil {
 			t.Fatal(err)
 		}
-		if got := st.Queries(); got < 1 || got > 3 {
-			t.Errorf("suggestions for %d users ran %d statements, want 1 to 3", n, got)
+		if got := st.Queries(); got < 1 || got > 4 {
+			t.Errorf("suggestions for %d users ran %d statements, want 1 to 4", n, got)
 		}
 	}
 }
@@ -220,5 +224,225 @@ func TestAppendIDs(t *testing.T) {
 		if (err != nil) != c.bad || !c.bad && !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%q: got %v, %v", c.list, got, err)
 		}
+	}
+}
+
+// The lists suggestions keep in memory (followLists) are read again
+// whenever their user's follows change, whoever changes them: this
+// server's own writes, another server's on the same file, an app writing
+// the tables itself (inserts, deletes and an update of a follow's time),
+// a block, a deleted user and a bulk import. After each, with every list
+// already held, every user's suggestions are the reference's.
+func TestSuggestionsFollowListsSeeEveryWriter(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "follows.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	other, err := Open(ctx, path) // another server on the same file
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	ids := skewedGraph(t, s, 200)
+	check := func(after string) {
+		t.Helper()
+		for _, id := range ids {
+			want := reference(t, s, SuggestionQuery{User: id, First: 10})
+			got, err := s.Suggestions(ctx, []SuggestionQuery{{User: id, First: 10}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got[0], want) {
+				t.Fatalf("after %s, suggestions for user %d:\n got %v\nwant %v", after, id, got[0], want)
+			}
+		}
+	}
+	check("the first reads")
+	if s.lists.held == 0 {
+		t.Fatal("no list is held after the first reads")
+	}
+	// The most followed users: changes to who follows them move the most
+	// via counts.
+	var top []int64
+	rows, err := s.db.QueryContext(ctx, `SELECT Id FROM Users ORDER BY FollowerCount DESC, Id LIMIT 20`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		top = append(top, id)
+	}
+	rows.Close()
+	// Each step changes lists that are held; for each, the users whose
+	// newest follows include one of the top users are those it touches.
+	followers := func(n int) []int64 {
+		var out []int64
+		rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT FollowerId FROM Follows WHERE FolloweeId IN (SELECT value FROM json_each(?)) ORDER BY FollowerId LIMIT ?`, idList(top), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, id)
+		}
+		return out
+	}
+	// The graph has deactivated users and blocks, which refuse some
+	// follows: those are no change, and no error here.
+	refused := func(err error) error {
+		for _, e := range []error{ErrDeactivated, ErrNotFound, ErrBlocked, ErrSelfFollow} {
+			if errors.Is(err, e) {
+				return nil
+			}
+		}
+		return err
+	}
+	for _, step := range []struct {
+		name string
+		do   func() error
+	}{
+		{"this server's unfollows and follows", func() error {
+			for i, f := range followers(10) {
+				if _, err := s.Unfollow(ctx, f, top[i%len(top)]); refused(err) != nil {
+					return err
+				}
+				if _, err := s.Follow(ctx, f, top[(i+7)%len(top)]); refused(err) != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{"another server's follows", func() error {
+			for i, f := range followers(10) {
+				if _, err := other.Follow(ctx, f, top[(i+3)%len(top)]); refused(err) != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{"an app's update of a follow's time", func() error {
+			// On this graph every list holds all its user's follows, so
+			// a time moved changes no answer; it must still bump the
+			// follower's version, as a longer list would change.
+			f := followers(1)[0]
+			version := func() (v int64) {
+				if err := other.db.QueryRowContext(ctx, `SELECT coalesce((SELECT Version FROM FollowVersions WHERE UserId = ?), 0)`, f).Scan(&v); err != nil {
+					t.Fatal(err)
+				}
+				return v
+			}
+			before := version()
+			_, err := other.db.ExecContext(ctx, `UPDATE Follows SET CreatedAt = '2031-01-01 00:00:00.0000000'
+WHERE rowid = (SELECT rowid FROM Follows WHERE FollowerId = ? ORDER BY CreatedAt LIMIT 1)`, f)
+			if after := version(); after <= before {
+				t.Errorf("a follow's time moved by an UPDATE left its follower's version at %d", after)
+			}
+			return err
+		}},
+		{"an app's own inserts and deletes", func() error {
+			fs := followers(9)
+			for i, f := range fs[:6] {
+				if _, err := other.db.ExecContext(ctx, `INSERT OR IGNORE INTO Follows (FollowerId, FolloweeId, CreatedAt) VALUES (?, ?, '2030-01-01 00:00:00.0000000')`, f, top[(i+11)%len(top)]); err != nil {
+					return err
+				}
+			}
+			for _, f := range fs[6:9] {
+				if _, err := other.db.ExecContext(ctx, `DELETE FROM Follows WHERE FollowerId = ? AND FolloweeId IN (SELECT value FROM json_each(?))`, f, idList(top)); err != nil {
+					return err
+				}
+			}
+			// The follows the graph left between blocked pairs, as the
+			// import below refuses to load beside them.
+			if _, err := other.db.ExecContext(ctx, `DELETE FROM Follows WHERE EXISTS (SELECT 1 FROM Blocks AS b
+  WHERE b.BlockerId IN (Follows.FollowerId, Follows.FolloweeId) AND b.BlockedId IN (Follows.FollowerId, Follows.FolloweeId))`); err != nil {
+				return err
+			}
+			return nil
+		}},
+		{"a block", func() error {
+			f := followers(1)[0]
+			_, err := other.Block(ctx, top[0], f)
+			return err
+		}},
+		{"a deleted user", func() error {
+			_, err := other.DeleteUser(ctx, top[1])
+			return err
+		}},
+		{"a bulk import", func() error {
+			var rows []FollowRow
+			at := time.Date(2032, 1, 1, 0, 0, 0, 0, time.UTC)
+			for i, f := range followers(20) {
+				if f == top[1] {
+					continue
+				}
+				rows = append(rows, FollowRow{Follower: f, Followee: top[2+i%5], At: at})
+			}
+			// Only new follows between users who do not block each other:
+			// the import refuses the others.
+			var fresh []FollowRow
+			for _, r := range rows {
+				var taken bool
+				err := other.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM Follows WHERE FollowerId = ?1 AND FolloweeId = ?2)
+  OR EXISTS (SELECT 1 FROM Blocks WHERE BlockerId IN (?1, ?2) AND BlockedId IN (?1, ?2))`, r.Follower, r.Followee).Scan(&taken)
+				if err != nil {
+					return err
+				}
+				if !taken && r.Follower != r.Followee {
+					fresh = append(fresh, r)
+				}
+			}
+			if len(fresh) == 0 {
+				return errors.New("no follow to import")
+			}
+			_, err := other.Import(ctx, seqOf[UserRow](), seqOf(fresh...), 0, nil)
+			return err
+		}},
+	} {
+		if err := step.do(); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		check(step.name)
+	}
+}
+
+// followLists keeps under its bound, counting each list's entry as well
+// as its ids, and never trades a list for an older one.
+func TestFollowListsBound(t *testing.T) {
+	l := newFollowLists(100)
+	for id := range int64(50) {
+		l.put(id, 1, []int64{id})
+		if l.held > 100 {
+			t.Fatalf("after %d lists of one id, %d held against a bound of 100", id+1, l.held)
+		}
+	}
+	if n := len(l.lists); n != 100/listCost([]int64{0}) {
+		t.Errorf("%d one-id lists held under a bound of 100, want %d", n, 100/listCost([]int64{0}))
+	}
+	l.put(7, 3, []int64{1, 2})
+	l.put(7, 2, []int64{3})
+	if ids, ok := l.get(7, 3); !ok || len(ids) != 2 {
+		t.Errorf("list 7 at version 3: got %v, %v; an older put replaced it", ids, ok)
+	}
+	if _, ok := l.get(7, 2); ok {
+		t.Error("list 7 is held at version 2 too")
+	}
+	l.put(8, 1, make([]int64, 200))
+	if _, ok := l.get(8, 1); ok {
+		t.Error("a list over the whole bound is held")
+	}
+	var none *followLists
+	none.put(1, 1, nil)
+	if _, ok := none.get(1, 1); ok {
+		t.Error("a nil followLists holds a list")
 	}
 }

@@ -134,6 +134,10 @@ public class FollowsContext(DbContextOptions<FollowsContext> options) : DbContex
                     // INSERT; RETURNING would report the unpadded text
                     // (the same instant: see db/efcore_test.go).
                     t.HasTrigger("TR_Follows_CreatedAt_Form");
+                    // Bump the follower's row in FollowVersions (below).
+                    t.HasTrigger("TR_Follows_Insert_Version");
+                    t.HasTrigger("TR_Follows_Delete_Version");
+                    t.HasTrigger("TR_Follows_Update_Version");
                     t.UseSqlReturningClause(false);
                 }
             });
@@ -197,5 +201,18 @@ public class FollowsContext(DbContextOptions<FollowsContext> options) : DbContex
             e.Property(x => x.Id).ValueGeneratedOnAdd();
             e.HasIndex(x => x.At).HasDatabaseName("IX_FollowEvents_At");
         });
+
+        // SQLite only (migration 9): a version per user of the follows it
+        // made, which the triggers on Follows bump whoever writes, so that
+        // the server's suggestions can keep each user's newest follows in
+        // memory and know when to read them again. In the model so that
+        // the app's migrations leave it alone; the app never writes it.
+        if (sqlite)
+            b.Entity<FollowVersion>(e =>
+            {
+                e.ToTable("FollowVersions");
+                e.HasKey(x => x.UserId).HasName("PK_FollowVersions");
+                e.Property(x => x.UserId).ValueGeneratedNever();
+            });
     }
 }
