@@ -141,6 +141,24 @@ func createSQLiteFile(dsn string) error {
 	return f.Close()
 }
 
+// quickCheck runs the dialect's integrity check and returns its first
+// lines.
+func (s *Store) quickCheck(ctx context.Context) (problems []string, err error) {
+	rows, err := s.db.QueryContext(ctx, s.d.integrityCheck)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() && len(problems) < 10 {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return problems, err
+		}
+		problems = append(problems, line)
+	}
+	return problems, rows.Err()
+}
+
 // checkIntegrity runs SQLite's quick_check on the open file, for at most
 // the store's integrity limit, and records in Integrity how far it got. A
 // file with damage is a CorruptError.
@@ -155,19 +173,22 @@ func (s *Store) checkIntegrity(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	var problems []string
-	rows, err := s.db.QueryContext(cctx, s.d.integrityCheck)
-	if err == nil {
-		for rows.Next() && len(problems) < 10 {
-			var line string
-			if err = rows.Scan(&line); err != nil {
-				break
-			}
-			problems = append(problems, line)
+	var err error
+	// Instances starting together on one new file can find it busy for a
+	// moment, and SQLite says so at once rather than waiting: a pooled
+	// connection sets WAL mode as it opens, which wants the file to
+	// itself, while another instance is still migrating it (seen once in
+	// CI in TestOpenConcurrently). The check only reads; it tries again,
+	// for about three seconds in all.
+	for wait := 25 * time.Millisecond; ; wait *= 2 {
+		problems, err = s.quickCheck(cctx)
+		if !sqliteBusy(err) || wait > 2*time.Second {
+			break
 		}
-		if err == nil {
-			err = rows.Err()
+		select {
+		case <-cctx.Done():
+		case <-time.After(wait):
 		}
-		rows.Close()
 	}
 	switch {
 	case cctx.Err() != nil && ctx.Err() == nil:

@@ -489,13 +489,20 @@ const sqliteImportMark = 0x466c4c64 // "FlLd"
 // WAL mode as any other. Out of WAL mode, the import may write the follow
 // table's pages itself (see followPages), between its commit and the
 // clearing of the mark.
+// sqliteBusy says whether err is SQLite's SQLITE_BUSY (or one of its
+// extended codes).
+func sqliteBusy(err error) bool {
+	se := (*sqlite.Error)(nil)
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
+}
+
 func sqliteFreshBulk(ctx context.Context, conn *sql.Conn) (end func() error, pages bool, err error) {
 	if _, err := conn.ExecContext(ctx, `PRAGMA user_version = `+strconv.Itoa(sqliteImportMark)); err != nil {
 		return nil, false, err
 	}
 	var mode string
 	err = conn.QueryRowContext(ctx, `PRAGMA journal_mode = MEMORY`).Scan(&mode)
-	if se := (*sqlite.Error)(nil); errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY {
+	if sqliteBusy(err) {
 		mode, err = "wal", nil
 	}
 	if err != nil {
