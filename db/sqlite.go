@@ -27,9 +27,8 @@ import (
 // "Issue 15 at this stop"), the fan-out query ran 5-15% faster with a
 // p99 a fifth lower, and the peak resident size was no higher (65-70 MB
 // against 71): each pooled connection also keeps its own copy of every
-// prepared statement. (With
-// eight 1 MB caches, eight connections' caches had been most of the
-// peak resident size at 32 concurrent requests.)
+// prepared statement. (With eight 1 MB caches, eight connections' caches
+// had been most of the peak resident size at 32 concurrent requests.)
 //
 // Not mmap_size: reading through a mapping of the file skipped this
 // build's one shared page-cache mutex and cut suggestions' CPU by about a
@@ -471,6 +470,13 @@ func unionText(branch string, size int) string {
 // this server nor EF Core uses it otherwise.
 const sqliteImportMark = 0x466c4c64 // "FlLd"
 
+// sqliteBusy says whether err is SQLite's SQLITE_BUSY (or one of its
+// extended codes).
+func sqliteBusy(err error) bool {
+	se := (*sqlite.Error)(nil)
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
+}
+
 // sqliteFreshBulk loads a new database without a write-ahead log: with
 // journal_mode=MEMORY, the loaded pages are written once, into the file,
 // rather than into the log and then copied into the file by a checkpoint
@@ -489,13 +495,6 @@ const sqliteImportMark = 0x466c4c64 // "FlLd"
 // WAL mode as any other. Out of WAL mode, the import may write the follow
 // table's pages itself (see followPages), between its commit and the
 // clearing of the mark.
-// sqliteBusy says whether err is SQLite's SQLITE_BUSY (or one of its
-// extended codes).
-func sqliteBusy(err error) bool {
-	se := (*sqlite.Error)(nil)
-	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
-}
-
 func sqliteFreshBulk(ctx context.Context, conn *sql.Conn) (end func() error, pages bool, err error) {
 	if _, err := conn.ExecContext(ctx, `PRAGMA user_version = `+strconv.Itoa(sqliteImportMark)); err != nil {
 		return nil, false, err
