@@ -592,6 +592,15 @@ func (c *importCounts) all(yield func(int64, [2]int) bool) {
 	}
 }
 
+// ids are the users all yields.
+func (c *importCounts) ids() []int64 {
+	var ids []int64
+	for id := range c.all {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
 // flush writes the follows still gathered.
 func (l *followLoad) flush() error {
 	if l.sink == nil {
@@ -628,11 +637,7 @@ func (l *followLoad) setCounts(fresh bool) error {
 		_, err := l.r.exec(l.ctx, d.setImportedCounts, string(b))
 		return err
 	}
-	var ids []int64
-	for id := range l.counts.all {
-		ids = append(ids, id)
-	}
-	_, err := l.r.exec(l.ctx, d.recountImported, idList(ids))
+	_, err := l.r.exec(l.ctx, d.recountImported, idList(l.counts.ids()))
 	return err
 }
 
@@ -647,10 +652,7 @@ func (l *followLoad) bumpVersions() error {
 	}
 	// Every user at either end: a follow of a deactivated user counts for
 	// nobody but is in its follower's list all the same.
-	var ids []int64
-	for id := range l.counts.all {
-		ids = append(ids, id)
-	}
+	ids := l.counts.ids()
 	if len(ids) == 0 {
 		return nil
 	}
