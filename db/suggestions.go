@@ -366,6 +366,9 @@ func (s *Store) readFollowLists(ctx context.Context, ts []*tally) error {
 	if len(missing) == 0 {
 		return nil
 	}
+	// A user two of the batch follow is read once.
+	slices.Sort(missing)
+	missing = slices.Compact(missing)
 	read := make(map[int64][]int64, len(missing))
 	err := s.scanBatch(ctx, s.d.suggestionLists, []any{idList(missing)}, func(rows *rows) error {
 		var id, version int64
