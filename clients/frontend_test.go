@@ -74,10 +74,10 @@ func TestRelay(t *testing.T) {
 	runNode(t, "relay.mjs", s.URL+"/graphql", followedStar(s))
 }
 
-// The README's frontend section shows the Apollo and Relay snippets that
-// the tests above run, as they are.
+// The clients page (docs/clients.md) shows the Apollo and Relay snippets
+// that the tests above run, as they are.
 func TestREADMEShowsTheTestedSnippets(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "docs", "clients.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestREADMEShowsTheTestedSnippets(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !strings.Contains(string(readme), string(snippet)) {
-			t.Errorf("README.md does not show clients/%s as it is", f)
+			t.Errorf("docs/clients.md does not show clients/%s as it is", f)
 		}
 	}
 }
