@@ -42,7 +42,7 @@ func main() {
 		// 5 MB under load): collecting at five times the live heap rather
 		// than three cut the collector's share of the fan-out query's CPU
 		// from 8% to under 2% and served it 10-20% faster, for about 10 MB
-		// more peak memory (BENCHMARKS.md, "Garbage collection").
+		// more peak memory (docs/decisions/gc-settings.md).
 		debug.SetGCPercent(400)
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {

@@ -23,8 +23,8 @@ import (
 // cache holds more of the pages that every request visits (the Users
 // table is 6 MB on the harness's graph; a cache miss is a pread, 17% of
 // the fan-out query's CPU with 1 MB caches). Against eight connections
-// with 1 MB each, in local runs on the harness's graph (BENCHMARKS.md,
-// "Issue 15 at this stop"), the fan-out query ran 5-15% faster with a
+// with 1 MB each, in local runs on the harness's graph
+// (docs/decisions/sqlite-pool.md), the fan-out query ran 5-15% faster with a
 // p99 a fifth lower, and the peak resident size was no higher (65-70 MB
 // against 71): each pooled connection also keeps its own copy of every
 // prepared statement. (With eight 1 MB caches, eight connections' caches

@@ -75,7 +75,7 @@ func (s *Store) sqlSuggestions(ctx context.Context, qs []SuggestionQuery, out []
 // is a range of an index that covers it: the counting and excluding that
 // SQLite would do by sorting groups on disk pages and by a lookup per row,
 // Go does on the ids in memory (tally.count). A list in one row rather
-// than a row per id costs a third less (BENCHMARKS.md): the driver's work
+// than a row per id costs a third less (docs/decisions/suggestions-ranked-in-go.md): the driver's work
 // per row outweighs SQLite's per id.
 var sqliteSuggestionFollowees = `SELECT ? AS k, group_concat(mine.FolloweeId || ',' || coalesce(fv.Version, 0))
 FROM (` + sqliteNewestFollowees("?", SuggestionVia) + `) AS mine
@@ -184,7 +184,7 @@ func (t *tally) reset() {
 // came, unless excluded. Sorting the ids and counting runs of equal ones,
 // with the candidates as (id, via) pairs, took 32 µs for the harness's
 // typical user's 755 ids where a hash map's increments and candidates as
-// whole Suggestions took 68 (BENCHMARKS.md).
+// whole Suggestions took 68 (docs/decisions/suggestions-ranked-in-go.md).
 func (t *tally) count() {
 	slices.Sort(t.via)
 	slices.Sort(t.exclude)
