@@ -418,9 +418,9 @@ func TestReplicasLoseNothing(t *testing.T) {
 		reps.total()-base, killedAt-base, reps.acked[1].Load()-restartedBase, signUps, reps.unanswered.Load(), checked, wrong)
 
 	// The counters equal recounts: the server's own check finds nothing.
-	out, err := exec.Command(bin, "-check-counts", "-db", dsn).CombinedOutput()
+	out, err := exec.Command(bin, "check-counts", "-db", dsn).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "0 users had drifted counts") {
-		t.Errorf("-check-counts: %v\n%s", err, out)
+		t.Errorf("check-counts: %v\n%s", err, out)
 	}
 	apitest.CheckDSN(t, dsn)
 
