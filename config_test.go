@@ -341,8 +341,8 @@ func TestConfigurationDocIsCurrent(t *testing.T) {
 func TestSubcommandsKeepGoGC(t *testing.T) {
 	dir := t.TempDir()
 	users, follows := filepath.Join(dir, "users.csv"), filepath.Join(dir, "follows.csv")
-	os.WriteFile(users, []byte(sampleUsersCSV), 0o600)
-	os.WriteFile(follows, []byte(sampleFollowsCSV), 0o600)
+	os.WriteFile(users, []byte("Id,Name\n1,alice\n2,bob\n"), 0o600)
+	os.WriteFile(follows, []byte("FollowerId,FolloweeId,CreatedAt\n1,2,2026-01-01 00:00:01\n"), 0o600)
 	dbPath := filepath.Join(dir, "follows.db")
 	for _, args := range []string{
 		"import -db " + dbPath + " -users " + users + " -follows " + follows,

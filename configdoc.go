@@ -19,13 +19,10 @@ func writeConfigDoc(w io.Writer) error {
 
 <!-- Generated from the flag sets by ` + "`go run . config-doc > docs/configuration.md`" + ` (go generate); do not edit. -->
 
-Every flag can be given in the environment instead: ` + "`FOLLOWS_`" + ` and its
-name in capitals, ` + "`-`" + ` as ` + "`_`" + ` (` + "`FOLLOWS_MAX_BODY`" + ` for ` + "`-max-body`" + `). A flag on
-the command line wins over its variable, which wins over an older
-variable where one is listed second, which wins over the default; an
-empty variable is unset. A value that does not parse stops the command
-before it opens anything, naming the flag or variable it came from.
-Each subcommand takes only the flags listed under it.
+Each command takes only the flags listed under it, each also from the
+environment: a flag wins over its variable, which wins over an older one
+listed second, which wins over the default; an empty variable is unset.
+A value that does not parse stops the command before it opens anything.
 `)
 	for _, c := range commands {
 		name := "follows " + c.name

@@ -32,7 +32,6 @@ import (
 	"syscall"
 
 	"follows/api"
-	"follows/auth"
 	"follows/db"
 )
 
@@ -101,7 +100,7 @@ func (s *server) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	if s.checkCounts {
 		fmt.Fprintln(stderr, "follows: -check-counts is deprecated: run `follows check-counts -db DSN` instead")
-		return checkCounts(ctx, s.dsn, stdout)
+		return (&counts{s.database}).run(ctx, stdout, stderr)
 	}
 	serverGC(os.Getenv)
 	log := slog.New(slog.NewTextHandler(stderr, nil))
@@ -153,7 +152,9 @@ func (s *server) serve(ctx context.Context, log *slog.Logger) error {
 		}
 	}
 	if s.oidc.Issuer != "" {
-		if err := acceptOIDC(ctx, s.oidc, tokens, store, log); err != nil {
+		// Accounts of the provider's users are kept in the store.
+		s.oidc.Accounts, s.oidc.Log = store, log
+		if err := tokens.AcceptProvider(ctx, s.oidc); err != nil {
 			return err
 		}
 	}
@@ -167,24 +168,6 @@ func (s *server) serve(ctx context.Context, log *slog.Logger) error {
 	// Until SIGTERM, then the requests in flight finish (within the
 	// grace) before the database closes.
 	return api.NewServer(h, s.conns, log).Serve(ctx, ln)
-}
-
-// acceptOIDC has the server take the JWTs of the OpenID Connect provider
-// configured, with accounts kept in the store. The provider's keys are
-// fetched once now, so that a provider out of reach shows in the log at
-// start; the server starts anyway and tries again when a token comes.
-func acceptOIDC(ctx context.Context, cfg auth.OIDCConfig, tokens *auth.Tokens, store *db.Store, log *slog.Logger) error {
-	cfg.Accounts, cfg.Log = store, log
-	o, err := auth.NewOIDC(cfg)
-	if err != nil {
-		return fmt.Errorf("OpenID Connect sign-in: %w", err)
-	}
-	if err := o.Refresh(ctx); err != nil {
-		log.Warn("the OpenID Connect provider's keys could not be fetched; tokens are refused until they are", "jwks", cfg.JWKS, "err", err)
-	}
-	tokens.AcceptOIDC(o)
-	log.Info("accepting tokens of an OpenID Connect provider", "issuer", cfg.Issuer, "audience", cfg.Audience, "provision", cfg.Provision)
-	return nil
 }
 
 // loadDemo loads the sample graph for -demo, saying whether it did: it goes
@@ -245,11 +228,7 @@ func (c *token) run(ctx context.Context, stdout, stderr io.Writer) error {
 type counts struct{ database }
 
 func (c *counts) run(ctx context.Context, stdout, stderr io.Writer) error {
-	return checkCounts(ctx, c.dsn, stdout)
-}
-
-func checkCounts(ctx context.Context, dsn string, stdout io.Writer) error {
-	store, err := db.Open(ctx, dsn)
+	store, err := db.Open(ctx, c.dsn)
 	if err != nil {
 		return err
 	}
