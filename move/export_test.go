@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/md5"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -319,5 +320,47 @@ func TestExportLeavesAnNpgsqlDatabaseAlone(t *testing.T) {
 				t.Errorf("exported:\n%s%s", files[graphcsv.ManifestFile], files[graphcsv.FollowsFile])
 			}
 		})
+	}
+}
+
+// A deleted user's token stays dead when the graph moves: export carries
+// the highest id ever given and each account's stamp, so after import the
+// next sign-up does not get the deleted user's id, the old token does not
+// act as anyone, and the other users' tokens still work.
+func TestTokensSurviveOnlyTheirAccountsThroughExportImport(t *testing.T) {
+	src := apitest.Start(t)
+	var users []apitest.Account
+	for i := range 5 {
+		users = append(users, src.CreateUser(fmt.Sprintf("u%d", i+1)))
+	}
+	if users[4].ID != "5" {
+		t.Fatalf("the fifth user has id %s", users[4].ID)
+	}
+	if r := src.Do(users[4].Token, `mutation { deleteUser(input: {userId: "5"}) { deletedFollows } }`, nil); r.Errors != nil {
+		t.Fatalf("delete user 5: %v", r.Errors)
+	}
+	dst := filepath.Join(t.TempDir(), "dst.db")
+	if err := importDir(t, dst, writeFolder(t, exportDir(t, src.DSN))); err != nil {
+		t.Fatalf("import: %v", err)
+	}
+	moved := apitest.StartOn(t, dst)
+	data := func(token, query string) string {
+		r := moved.Do(token, query, nil)
+		if r.Code() != "" {
+			return r.Code()
+		}
+		return string(r.Data)
+	}
+	if got := data("", `mutation { createUser(input: {name: "newcomer"}) { user { id } } }`); got != `{"createUser":{"user":{"id":"6"}}}` {
+		t.Errorf("the next sign-up after the move: %s, want id 6, not the deleted user's 5", got)
+	}
+	if got := data(users[4].Token, `{ viewer { name } }`); got != `{"viewer":null}` {
+		t.Errorf("the deleted user's token after the move: %s, want no viewer", got)
+	}
+	if got := data(users[4].Token, `mutation { follow(input: {userId: "1"}) { alreadyFollowing } }`); got != "UNAUTHENTICATED" {
+		t.Errorf("the deleted user's token follows after the move: %s", got)
+	}
+	if got := data(users[0].Token, `{ viewer { name } }`); got != `{"viewer":{"name":"u1"}}` {
+		t.Errorf("user 1's token after the move: %s, want u1", got)
 	}
 }
