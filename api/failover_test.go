@@ -30,7 +30,10 @@ type replica struct {
 	conns []net.Conn
 }
 
-func newReplica(t *testing.T, dsn string) *replica {
+// newReplica starts a replica on dsn; with oidc, it also takes the
+// tokens of that provider, as the server does given -oidc-issuer and the
+// rest, its accounts kept in the replica's store.
+func newReplica(t *testing.T, dsn string, oidc *auth.OIDCConfig) *replica {
 	t.Helper()
 	store, err := db.Open(context.Background(), dsn, db.WithEvents(db.EventsConfig{Poll: 50 * time.Millisecond, Retention: time.Hour}))
 	if err != nil {
@@ -41,9 +44,16 @@ func newReplica(t *testing.T, dsn string) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if oidc != nil {
+		oidc.Accounts, oidc.Log = store, log
+		if err := tokens.AcceptProvider(context.Background(), *oidc); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cfg := api.DefaultConfig()
 	cfg.SignupRate, cfg.MutationRate = api.Rate{}, api.Rate{}
-	r := &replica{Server: httptest.NewUnstartedServer(api.NewHandler(store, tokens, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), api.NewMetrics("")))}
+	r := &replica{Server: httptest.NewUnstartedServer(api.NewHandler(store, tokens, cfg, log, api.NewMetrics("")))}
 	// Every connection is kept, websockets (which the server forgets once
 	// hijacked) included, so that kill can cut them all.
 	r.Config.ConnState = func(c net.Conn, s http.ConnState) {
@@ -95,7 +105,7 @@ func postVars(t *testing.T, url, token, query string, vars map[string]any, out a
 func TestFollowEventsSurviveAReplica(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, on apitest.Database) {
 		dsn := on.NewDSN(t)
-		doomed, other := newReplica(t, dsn), newReplica(t, dsn)
+		doomed, other := newReplica(t, dsn, nil), newReplica(t, dsn, nil)
 		doomedURL, otherURL := doomed.URL, other.URL
 
 		account := func(name string) apitest.Account {

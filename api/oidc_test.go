@@ -1,52 +1,26 @@
 package api_test
 
 import (
-	"bytes"
-	"context"
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"follows/api"
 	"follows/api/apitest"
 	"follows/auth"
 	"follows/auth/oidctest"
-	"follows/db"
 )
 
 // oidcServer serves dsn as the server does given -oidc-issuer,
-// -oidc-audience and -oidc-jwks: the handler, over a store of its own,
-// takes the provider's tokens with its keys from jwks (a URL or a file),
-// making accounts for new subjects if provision is set.
+// -oidc-audience and -oidc-jwks: it takes the provider's tokens with its
+// keys from jwks (a URL or a file), making accounts for new subjects if
+// provision is set.
 func oidcServer(t *testing.T, dsn string, p *oidctest.Provider, jwks string, provision bool) string {
 	t.Helper()
-	store, err := db.Open(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	tokens, err := auth.NewTokens([]byte(apitest.Secret), time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	oidc := auth.OIDCConfig{Issuer: p.Issuer, Audience: oidctest.Audience, JWKS: jwks, Provision: provision, Accounts: store, Log: log}
-	if err := tokens.AcceptProvider(context.Background(), oidc); err != nil {
-		t.Fatal(err)
-	}
-	cfg := api.DefaultConfig()
-	cfg.SignupRate, cfg.MutationRate = api.Rate{}, api.Rate{}
-	srv := httptest.NewServer(api.NewHandler(store, tokens, cfg, log, api.NewMetrics("")))
-	t.Cleanup(srv.Close)
-	return srv.URL
+	return newReplica(t, dsn, &auth.OIDCConfig{Issuer: p.Issuer, Audience: oidctest.Audience, JWKS: jwks, Provision: provision}).URL
 }
 
 // gqlResult is what a test reads of a response: the data, or the first
@@ -58,18 +32,8 @@ type gqlResult struct {
 
 func ask(t *testing.T, url, token, query string) gqlResult {
 	t.Helper()
-	req, _ := http.NewRequest("POST", url+"/graphql", bytes.NewReader(apitest.Body(query, nil)))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var out apitest.Response
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		t.Fatal(err)
-	}
+	postVars(t, url, token, query, nil, &out)
 	r := gqlResult{code: out.Code()}
 	json.Unmarshal(out.Data, &r.data)
 	if len(out.Errors) > 0 {
