@@ -1,8 +1,7 @@
-package main
+package move
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -11,66 +10,7 @@ import (
 	"time"
 
 	"follows/db"
-	"follows/graphcsv"
 )
-
-// runImport bulk-loads a graph, from a folder export wrote:
-//
-//	follows import -db DSN -dir DIR
-//
-// or from the CSV files of version 1 (earlier exports, hand-made files):
-//
-//	follows import -db DSN -users users.csv -follows follows.csv
-//
-// The sequence file export wrote beside users.csv is read when it is
-// there: new users then get ids above every id the exported database gave.
-func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	c, fs := newFlags("follows import", stderr, getenv)
-	dir := fs.String("dir", "", "folder export wrote (manifest.csv, users.csv, blocks.csv, follows.csv)")
-	usersPath := fs.String("users", "", "version 1: CSV of users with the header Id,Name,SecurityStamp (or Id,Name: new stamps)")
-	followsPath := fs.String("follows", "", "version 1: CSV of follows with the header FollowerId,FolloweeId,CreatedAt (UTC, YYYY-MM-DD HH:MM:SS[.ffffff])")
-	seqPath := fs.String("sequence", "", "version 1: CSV with the header LastUserId: no new user gets an id at or below it; default beside -users (users.sequence.csv for users.csv), read when there")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	var g db.Graph
-	switch {
-	case *dir != "" && (*usersPath != "" || *followsPath != ""):
-		return errors.New("import: give -dir, or -users and -follows, not both")
-	case *dir != "":
-		var closeFiles func() error
-		var err error
-		if g, closeFiles, err = graphcsv.ReadDir(*dir); err != nil {
-			return fmt.Errorf("import: %w", err)
-		}
-		defer closeFiles()
-	case *usersPath != "" && *followsPath != "":
-		last, err := readSequence(*seqPath, *usersPath)
-		if err != nil {
-			return fmt.Errorf("import: %w", err)
-		}
-		uf, err := os.Open(*usersPath)
-		if err != nil {
-			return fmt.Errorf("import: %w", err)
-		}
-		defer uf.Close()
-		ff, err := os.Open(*followsPath)
-		if err != nil {
-			return fmt.Errorf("import: %w", err)
-		}
-		defer ff.Close()
-		g = db.Graph{Users: graphcsv.ReadUsers(*usersPath, uf), Follows: graphcsv.ReadFollows(*followsPath, ff), LastUserID: last}
-	default:
-		return errors.New("import: give -dir, or -users and -follows")
-	}
-
-	store, err := db.Open(ctx, c.dsn)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	return load(ctx, store, g, stdout, stderr, "imported")
-}
 
 // load imports a graph into store, its follows read in the background,
 // reporting progress and the import's phases to stderr and the outcome to
@@ -93,24 +33,6 @@ func load(ctx context.Context, store *db.Store, g db.Graph, stdout, stderr io.Wr
 	}
 	fmt.Fprintln(stderr)
 	return nil
-}
-
-// readSequence reads the sequence file at path, or, when path is empty,
-// beside the users file if there is one there; without one the mark is 0.
-func readSequence(path, usersPath string) (int64, error) {
-	optional := path == ""
-	if optional {
-		path = graphcsv.SequencePath(usersPath)
-	}
-	f, err := os.Open(path)
-	if optional && errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	return graphcsv.ReadSequence(path, f)
 }
 
 // progressReporter prints the follows loaded so far and the rate: over one

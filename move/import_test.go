@@ -1,11 +1,8 @@
-package main
+package move_test
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,10 +10,11 @@ import (
 
 	"follows/api/apitest"
 	"follows/db"
+	"follows/move"
 )
 
-// importFiles writes the two CSV files and runs the import subcommand on
-// dbPath, returning what it printed and its error.
+// importFiles writes the two CSV files and imports them into dbPath, as
+// import -users -follows does, returning what it printed and its error.
 func importFiles(t *testing.T, dbPath, users, follows string) (string, error) {
 	t.Helper()
 	dir := t.TempDir()
@@ -24,7 +22,7 @@ func importFiles(t *testing.T, dbPath, users, follows string) (string, error) {
 	os.WriteFile(up, []byte(users), 0o644)
 	os.WriteFile(fp, []byte(follows), 0o644)
 	var out, errs bytes.Buffer
-	err := run(t.Context(), []string{"import", "-db", dbPath, "-users", up, "-follows", fp}, &out, &errs, noEnv)
+	err := move.Import(t.Context(), dbPath, move.Source{Users: up, Follows: fp}, &out, &errs)
 	return out.String(), err
 }
 
@@ -176,57 +174,5 @@ func testImportRefusesBadRows(t *testing.T, on apitest.Database) {
 				t.Errorf("counts drift: %+v, %v", drift, err)
 			}
 		})
-	}
-}
-
-// A deleted user's token stays dead when the graph moves: export carries
-// the highest id ever given and each account's stamp, so after import the
-// next sign-up does not get the deleted user's id, the old token does not
-// act as anyone, and the other users' tokens still work.
-func TestTokensSurviveOnlyTheirAccountsThroughExportImport(t *testing.T) {
-	// data is a response's data, as JSON text.
-	data := func(out map[string]any) string {
-		b, _ := json.Marshal(out["data"])
-		return string(b)
-	}
-	src := filepath.Join(t.TempDir(), "src.db")
-	url, stop := serveInProcess(t, "-addr", "127.0.0.1:0", "-db", src, "-secret", testSecret)
-	var tokens []string
-	for i := range 5 {
-		var out struct{ CreateUser struct{ Token string } }
-		json.Unmarshal([]byte(data(post(t, url, "", fmt.Sprintf(`mutation { createUser(input: {name: "u%d"}) { token } }`, i+1)))), &out)
-		tokens = append(tokens, out.CreateUser.Token)
-	}
-	if got := data(post(t, url, tokens[4], `{ viewer { id } }`)); got != `{"viewer":{"id":"5"}}` {
-		t.Fatalf("the fifth user: %s", got)
-	}
-	if out := post(t, url, tokens[4], `mutation { deleteUser(input: {userId: "5"}) { deletedFollows } }`); out["errors"] != nil {
-		t.Fatalf("delete user 5: %v", out["errors"])
-	}
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-
-	dir := t.TempDir()
-	if err := run(t.Context(), []string{"export", "-db", src, "-dir", dir}, io.Discard, io.Discard, noEnv); err != nil {
-		t.Fatalf("export: %v", err)
-	}
-	dst := filepath.Join(t.TempDir(), "dst.db")
-	if err := run(t.Context(), []string{"import", "-db", dst, "-dir", dir}, io.Discard, io.Discard, noEnv); err != nil {
-		t.Fatalf("import: %v", err)
-	}
-	url, _ = serveInProcess(t, "-addr", "127.0.0.1:0", "-db", dst, "-secret", testSecret)
-	if got := data(post(t, url, "", `mutation { createUser(input: {name: "newcomer"}) { user { id } } }`)); got != `{"createUser":{"user":{"id":"6"}}}` {
-		t.Errorf("the next sign-up after the move: %s, want id 6, not the deleted user's 5", got)
-	}
-	if got := data(post(t, url, tokens[4], `{ viewer { name } }`)); got != `{"viewer":null}` {
-		t.Errorf("the deleted user's token after the move: %s, want no viewer", got)
-	}
-	out := post(t, url, tokens[4], `mutation { follow(input: {userId: "1"}) { alreadyFollowing } }`)
-	if errs := fmt.Sprint(out["errors"]); !strings.Contains(errs, "UNAUTHENTICATED") {
-		t.Errorf("the deleted user's token follows after the move: %v", out)
-	}
-	if got := data(post(t, url, tokens[0], `{ viewer { name } }`)); got != `{"viewer":{"name":"u1"}}` {
-		t.Errorf("user 1's token after the move: %s, want u1", got)
 	}
 }
