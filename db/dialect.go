@@ -144,7 +144,7 @@ type dialect struct {
 	usersByInsert               bool
 	beforeUserIDs, afterUserIDs []string
 	// adoption reads the catalogue for adopting an EF Core database
-	// (adopt.go); nil where the server does not adopt one.
+	// (package adopt); nil where the server does not adopt one.
 	adoption adopt.Dialect
 
 	// afterImport are the statements that end a bulk import, in its
