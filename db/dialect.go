@@ -9,6 +9,8 @@ import (
 
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
+
+	"follows/db/adopt"
 )
 
 // dialect is the seam between SQL databases: how to connect, which
@@ -142,8 +144,8 @@ type dialect struct {
 	usersByInsert               bool
 	beforeUserIDs, afterUserIDs []string
 	// adoption reads the catalogue for adopting an EF Core database
-	// (adopt.go); nil where the server does not adopt one.
-	adoption *adoption
+	// (package adopt); nil where the server does not adopt one.
+	adoption adopt.Dialect
 
 	// afterImport are the statements that end a bulk import, in its
 	// transaction: what the dialect needs done after loading rows with

@@ -18,6 +18,8 @@ import (
 	"github.com/jackc/pgx/v5/stdlib" // also registers the "pgx" database/sql driver
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
+
+	"follows/db/adopt"
 )
 
 // PostgreSQL, through pgx's database/sql driver, for teams that run several
@@ -87,7 +89,7 @@ JOIN Blocks AS b ON b.BlockerId = (p.value ->> 0)::integer AND b.BlockedId = (p.
 		suggestionsQuery: func(qs []SuggestionQuery) (string, []any) {
 			return postgresSuggestionsText, []any{jsonSuggestions(qs)}
 		},
-		adoption:              postgresAdoption(),
+		adoption:              adopt.Postgres(),
 		setAsideFollowIndexes: postgresSetAsideFollowIndexes,
 		copyRows:              copyPostgres,
 		// Memory for rebuilding the set-aside indexes in one sort rather

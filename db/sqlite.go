@@ -13,6 +13,8 @@ import (
 	"github.com/pressly/goose/v3"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"follows/db/adopt"
 )
 
 // sqliteDSN adds the connection settings every pooled connection needs. They
@@ -116,7 +118,7 @@ JOIN Follows AS f ON f.FollowerId = p.value ->> 0 AND f.FolloweeId = p.value ->>
 		blocksExist: `SELECT b.BlockerId, b.BlockedId FROM json_each(?) AS p
 JOIN Blocks AS b ON b.BlockerId = p.value ->> 0 AND b.BlockedId = p.value ->> 1`,
 		mutualCounts:          `SELECT k.value, ` + mutualCount("k.value") + ` FROM json_each(?) AS k`,
-		adoption:              sqliteAdoption(),
+		adoption:              adopt.SQLite(),
 		arg:                   func(v any) any { return v },
 		setAsideFollowIndexes: sqliteSetAsideFollowIndexes,
 		freshBulk:             sqliteFreshBulk,

@@ -14,6 +14,8 @@ import (
 	mssql "github.com/microsoft/go-mssqldb"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
+
+	"follows/db/adopt"
 )
 
 // SQL Server, through go-mssqldb, for teams that run several server
@@ -72,7 +74,7 @@ JOIN Blocks AS b ON b.BlockerId = p.a AND b.BlockedId = p.b`,
 		pagesQuery:       sqlserverPages,
 		suggestionsQuery: sqlserverSuggestions,
 		lastUserID:       sqlserverLastUserID,
-		adoption:         sqlserverAdoption(),
+		adoption:         adopt.SQLServer(),
 	}
 }
 

@@ -1,37 +1,30 @@
-package db
+package adopt
 
 import (
 	"context"
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/pressly/goose/v3/database"
 )
 
-// SQLite's adoption reads Follows' definition from pragma_table_xinfo and
-// pragma_foreign_key_list, and its CHECKs from the CREATE TABLE text,
-// which is the only place SQLite keeps them.
-func sqliteAdoption() *adoption {
-	return &adoption{
-		tables:       `SELECT name FROM sqlite_schema WHERE type = 'table'`,
-		exists:       `SELECT COUNT(*) FROM sqlite_schema WHERE name = ?`,
-		columnExists: `SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?`,
-		quote:        func(n string) string { return `"` + n + `"` },
-		nameList:     `string_agg(CONCAT(Id, ' ', Name), ', ' ORDER BY Id)`,
-		// Adoption runs before Open's integrity check, which needs the
-		// server's settings (WAL): a damaged file is refused first.
-		damaged: `SELECT quick_check FROM pragma_quick_check WHERE quick_check <> 'ok'`,
-		// Foreign keys are not enforced while adopting (see
-		// sqliteRebuildFollows); every row is checked before the commit.
-		afterCheck: `SELECT CONCAT("table", ' row ', rowid, ' refers to a missing row of ', parent) FROM pragma_foreign_key_check`,
-		catalogue:  sqliteFollows,
-		fixFollows: sqliteRebuildFollows,
-		laterSteps: ", and write every CreatedAt in one fixed form (seven fractional digits)",
-	}
-}
+// SQLite is the adoption of a SQLite file. It reads Follows' definition
+// from pragma_table_xinfo and pragma_foreign_key_list, and its CHECKs from
+// the CREATE TABLE text, which is the only place SQLite keeps them; it
+// makes fixes by rebuilding Follows (see FixFollows).
+func SQLite() Dialect { return sqlite{sqliteCatalogue} }
 
-// sqliteFollows reads Follows' definition; its CHECKs come from the
-// CREATE TABLE text, the only place SQLite keeps them.
-var sqliteFollows = followsCatalogue{
+type sqlite struct{ catalogue }
+
+var (
+	_ DamageChecker = sqlite{}
+	_ KeyChecker    = sqlite{}
+)
+
+var sqliteCatalogue = catalogue{
+	tables: `SELECT name FROM sqlite_schema WHERE type = 'table'`,
+	exists: `SELECT COUNT(*) FROM sqlite_schema WHERE name = ?`,
 	columns: `SELECT name, lower(type), "notnull", dflt_value IS NOT NULL, dflt_value, hidden IN (2, 3)
 FROM pragma_table_xinfo(?) ORDER BY cid`,
 	pk: `SELECT name FROM pragma_table_info('Follows') WHERE pk > 0 ORDER BY pk`,
@@ -40,6 +33,26 @@ FROM pragma_table_xinfo(?) ORDER BY cid`,
   (SELECT COUNT(*) FROM pragma_foreign_key_list('Follows') AS g WHERE g.id = f.id)
 FROM pragma_foreign_key_list('Follows') AS f ORDER BY f.id, f.seq`,
 	sql: `SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'Follows'`,
+}
+
+func (sqlite) Goose() database.Dialect  { return database.DialectSQLite3 }
+func (sqlite) Quote(name string) string { return `"` + name + `"` }
+func (sqlite) NameList() string         { return `string_agg(CONCAT(Id, ' ', Name), ', ' ORDER BY Id)` }
+func (sqlite) JoinEntitySteps() []Step  { return nil }
+func (sqlite) LaterSteps() string {
+	return ", and write every CreatedAt in one fixed form (seven fractional digits)"
+}
+
+// Damaged: adoption runs before the store's integrity check, which needs
+// the server's settings (WAL), so a damaged file is refused first.
+func (sqlite) Damaged() string {
+	return `SELECT quick_check FROM pragma_quick_check WHERE quick_check <> 'ok'`
+}
+
+// BrokenKeys: foreign keys are not enforced while adopting (see
+// FixFollows); every row is checked before the commit.
+func (sqlite) BrokenKeys() string {
+	return `SELECT CONCAT("table", ' row ', rowid, ' refers to a missing row of ', parent) FROM pragma_foreign_key_check`
 }
 
 var constraintNameRE = regexp.MustCompile(`(?i)CONSTRAINT\s+(?:"([^"]+)"|\[([^\]]+)\]|` + "`([^`]+)`" + `|(\w+))\s*$`)
@@ -112,7 +125,7 @@ func hasWordAt(s string, i int, word string) bool {
 	return (i == 0 || !isWord(s[i-1])) && (i+len(word) == len(s) || !isWord(s[i+len(word)]))
 }
 
-// sqliteRebuildFollows makes fixes on SQLite, whose ALTER TABLE can add
+// FixFollows makes fixes on SQLite, whose ALTER TABLE can add
 // neither a CHECK nor a foreign key, nor change a default: it rebuilds
 // Follows by the procedure SQLite documents (ALTER TABLE, "making other
 // kinds of table schema changes"), inside the adopting transaction and
@@ -121,9 +134,9 @@ func hasWordAt(s string, i int, word string) bool {
 // again. Every column is kept with its type, NOT NULL and default; its
 // CHECKs are kept, and its keys but those fixed. (A column's COLLATE is
 // not kept: the server's model has none.)
-func sqliteRebuildFollows(ctx context.Context, r runner, def tableDef, fx fixes) error {
+func (sqlite) FixFollows(ctx context.Context, tx Tx, def table, fx fixes) error {
 	var objects []string
-	rows, err := r.query(ctx, `SELECT sql FROM sqlite_schema WHERE tbl_name = 'Follows' AND type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY type, name`)
+	rows, err := query(ctx, tx, `SELECT sql FROM sqlite_schema WHERE tbl_name = 'Follows' AND type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY type, name`)
 	if err != nil {
 		return err
 	}
@@ -142,17 +155,17 @@ func sqliteRebuildFollows(ctx context.Context, r runner, def tableDef, fx fixes)
 	q := func(n string) string { return `"` + n + `"` }
 	var parts, names []string
 	for _, c := range def.columns {
-		col := q(c.name) + " " + strings.ToUpper(c.typ)
-		if c.notNull {
+		col := q(c.Name) + " " + strings.ToUpper(c.Type)
+		if c.NotNull {
 			col += " NOT NULL"
 		}
-		if lc, ok := fx.defaults[c.name]; ok {
+		if lc, ok := fx.defaults[c.Name]; ok {
 			col += " DEFAULT " + lc.dflt
-		} else if c.hasDefault {
-			col += " DEFAULT " + c.dflt
+		} else if c.HasDefault {
+			col += " DEFAULT " + c.Default
 		}
 		parts = append(parts, col)
-		names = append(names, q(c.name))
+		names = append(names, q(c.Name))
 	}
 	parts = append(parts, `CONSTRAINT "PK_Follows" PRIMARY KEY ("FollowerId", "FolloweeId")`)
 	for _, c := range def.checks {
@@ -200,7 +213,7 @@ func sqliteRebuildFollows(ctx context.Context, r runner, def tableDef, fx fixes)
 		`ALTER TABLE "Follows_adopting" RENAME TO "Follows"`,
 	}, objects...)
 	for _, st := range stmts {
-		if _, err := r.tx.ExecContext(ctx, st); err != nil {
+		if _, err := tx.ExecContext(ctx, st); err != nil {
 			return fmt.Errorf("rebuild Follows: %.60q: %w", st, err)
 		}
 	}

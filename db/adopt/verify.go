@@ -1,7 +1,8 @@
-package db
+package adopt
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"maps"
 	"slices"
@@ -14,11 +15,11 @@ import (
 // cascade path from Users, through FolloweeId, with the other key NO
 // ACTION (the article's choice: SQL Server refuses two cascade paths, error
 // 1785, and every dialect behaves the same). Each dialect reads the
-// definition from its catalogue into a tableDef.
+// definition from its catalogue into a table.
 
-// tableDef is a table's definition as its catalogue says it.
-type tableDef struct {
-	columns []columnDef
+// table is a table's definition as its catalogue says it.
+type table struct {
+	columns []Column
 	pk      []string
 	checks  []checkDef
 	fks     []fkDef
@@ -27,14 +28,17 @@ type tableDef struct {
 	sql string
 }
 
-type columnDef struct {
-	name, typ           string // typ in lower case, without length
-	notNull, hasDefault bool
-	// dflt is the default's expression text, where the catalogue gives
-	// it (SQLite).
-	dflt string
-	// generated is set for a column the database computes.
-	generated bool
+// Column is a table's column as its catalogue says it.
+type Column struct {
+	Name string
+	// Type is in lower case, without length.
+	Type                string
+	NotNull, HasDefault bool
+	// Default is the default's expression text, where the catalogue
+	// gives it.
+	Default string
+	// Generated is set for a column the database computes.
+	Generated bool
 }
 
 type checkDef struct{ name, expr string }
@@ -47,13 +51,13 @@ type fkDef struct {
 	columns int
 }
 
-func (d tableDef) column(name string) (columnDef, bool) {
+func (d table) column(name string) (Column, bool) {
 	for _, c := range d.columns {
-		if c.name == name {
+		if c.Name == name {
 			return c, true
 		}
 	}
-	return columnDef{}, false
+	return Column{}, false
 }
 
 // followsKeys are the server's foreign keys on Follows.
@@ -90,7 +94,7 @@ func (f fixes) none() bool { return !f.check && len(f.keys) == 0 && len(f.defaul
 // already), and returns what adoption can make right and what it must
 // refuse, saying why. The rows have been checked first: none follows
 // itself or a missing user, so a CHECK or key added holds for them.
-func verifyFollows(def tableDef, later map[string]laterColumn) (fixes, []string) {
+func verifyFollows(def table, later map[string]laterColumn) (fixes, []string) {
 	var fx fixes
 	var refused []string
 	refuse := func(format string, args ...any) { refused = append(refused, fmt.Sprintf(format, args...)) }
@@ -164,20 +168,20 @@ func verifyFollows(def tableDef, later map[string]laterColumn) (fixes, []string)
 		fx.says = append(fx.says, fmt.Sprintf("make %s ON DELETE %s, not %s: %s", k.column+"'s foreign key", want, fk.onDelete, why))
 	}
 	for _, c := range def.columns {
-		lc, isLater := later[c.name]
+		lc, isLater := later[c.Name]
 		switch {
-		case c.generated:
-			refuse("Follows.%s is a generated column: the server cannot rebuild or write it", c.name)
-		case isLater && c.typ != lc.typ:
-			refuse("Follows.%s is %s; the server's migrations make it %s", c.name, c.typ, lc.typ)
-		case isLater && c.notNull && !c.hasDefault && lc.dflt != "":
+		case c.Generated:
+			refuse("Follows.%s is a generated column: the server cannot rebuild or write it", c.Name)
+		case isLater && c.Type != lc.typ:
+			refuse("Follows.%s is %s; the server's migrations make it %s", c.Name, c.Type, lc.typ)
+		case isLater && c.NotNull && !c.HasDefault && lc.dflt != "":
 			if fx.defaults == nil {
 				fx.defaults = map[string]laterColumn{}
 			}
-			fx.defaults[c.name] = lc
-			fx.says = append(fx.says, fmt.Sprintf("give Follows.%s the default %s, which the server's follows, not setting it, take", c.name, lc.dflt))
-		case !isLater && c.notNull && !c.hasDefault && !slices.Contains([]string{"FollowerId", "FolloweeId", "CreatedAt"}, c.name):
-			refuse("Follows.%s is NOT NULL without a default: the server's follows, which do not set it, would be refused; give it a default or make it nullable", c.name)
+			fx.defaults[c.Name] = lc
+			fx.says = append(fx.says, fmt.Sprintf("give Follows.%s the default %s, which the server's follows, not setting it, take", c.Name, lc.dflt))
+		case !isLater && c.NotNull && !c.HasDefault && !slices.Contains([]string{"FollowerId", "FolloweeId", "CreatedAt"}, c.Name):
+			refuse("Follows.%s is NOT NULL without a default: the server's follows, which do not set it, would be refused; give it a default or make it nullable", c.Name)
 		}
 	}
 	return fx, refused
@@ -207,10 +211,13 @@ const checkClause = `CONSTRAINT ` + noSelfFollow + ` CHECK (FollowerId <> Follow
 // alterFollows makes fixes with ALTER TABLE, where the dialect can
 // (PostgreSQL, SQL Server): statements written once, which the dialect's
 // rebind quotes.
-func alterFollows(ctx context.Context, r runner, _ tableDef, fx fixes) error {
+func alterFollows(ctx context.Context, tx Tx, d interface {
+	Dialect
+	Defaulter
+}, fx fixes) error {
 	var stmts []string
 	for _, name := range fx.drop {
-		stmts = append(stmts, `ALTER TABLE Follows DROP CONSTRAINT `+r.s.d.adoption.quote(name))
+		stmts = append(stmts, `ALTER TABLE Follows DROP CONSTRAINT `+d.Quote(name))
 	}
 	for _, k := range fx.keys {
 		stmts = append(stmts, `ALTER TABLE Follows ADD `+k.clause())
@@ -219,33 +226,53 @@ func alterFollows(ctx context.Context, r runner, _ tableDef, fx fixes) error {
 		stmts = append(stmts, `ALTER TABLE Follows ADD `+checkClause)
 	}
 	for _, col := range slices.Sorted(maps.Keys(fx.defaults)) {
-		stmts = append(stmts, r.s.d.adoption.setDefault("Follows", col, fx.defaults[col]))
+		stmts = append(stmts, d.SetDefault("Follows", col, fx.defaults[col]))
 	}
 	for _, st := range stmts {
-		if _, err := r.exec(ctx, st); err != nil {
+		if err := exec(ctx, tx, st); err != nil {
 			return fmt.Errorf("%s: %w", st, err)
 		}
 	}
 	return nil
 }
 
-// followsCatalogue are a dialect's queries for Follows' definition:
-// columns selects, for the table named by its parameter, name, type (lower case, no length), NOT NULL, has a
-// default, the default's text (or null) and generated; pk the primary
-// key's columns in order; checks each CHECK's name and expression; fks
-// each foreign key column's key name, column, referenced table and
-// column, delete action and the key's number of columns. Where checks is
-// empty, sql selects the CREATE TABLE text they are read from (SQLite).
-type followsCatalogue struct {
-	columns, pk, checks, fks, sql string
+// catalogue is a dialect's queries of its catalogue: tables selects the
+// names of the tables there are; exists counts the tables, indexes and
+// constraints named by its parameter; columns selects, for the table named
+// by its parameter, name, type (lower case, no length), NOT NULL, has a
+// default, the default's text (or null) and generated; pk selects the
+// primary key's columns of Follows in order; checks each CHECK's name and
+// expression; fks each foreign key column's key name, column, referenced
+// table and column, delete action and the key's number of columns. Where
+// checks is empty, sql selects the CREATE TABLE text they are read from
+// (SQLite). Each dialect's adoption embeds its catalogue.
+type catalogue struct {
+	tables, exists, columns, pk, checks, fks, sql string
 }
 
-func (q followsCatalogue) describe(ctx context.Context, r runner) (tableDef, error) {
-	var def tableDef
+func (q catalogue) Tables(ctx context.Context, tx Tx) (map[string]bool, error) {
+	tables := map[string]bool{}
+	err := scanRows(ctx, tx, q.tables, func(rs *sql.Rows) error {
+		var name string
+		err := rs.Scan(&name)
+		tables[name] = true
+		return err
+	})
+	return tables, err
+}
+
+func (q catalogue) Exists(ctx context.Context, tx Tx, name string) (bool, error) {
+	var n int
+	err := queryRow(ctx, tx, q.exists, []any{name}, &n)
+	return n > 0, err
+}
+
+func (q catalogue) Follows(ctx context.Context, tx Tx) (table, error) {
+	var def table
 	var err error
-	def.columns, err = q.describeColumns(ctx, r, "Follows")
+	def.columns, err = q.Columns(ctx, tx, "Follows")
 	if err == nil {
-		err = scanRows(ctx, r, q.pk, func(rs *rows) error {
+		err = scanRows(ctx, tx, q.pk, func(rs *sql.Rows) error {
 			var name string
 			err := rs.Scan(&name)
 			def.pk = append(def.pk, name)
@@ -253,7 +280,7 @@ func (q followsCatalogue) describe(ctx context.Context, r runner) (tableDef, err
 		})
 	}
 	if err == nil {
-		err = scanRows(ctx, r, q.fks, func(rs *rows) error {
+		err = scanRows(ctx, tx, q.fks, func(rs *sql.Rows) error {
 			var fk fkDef
 			err := rs.Scan(&fk.name, &fk.column, &fk.refTable, &fk.refColumn, &fk.onDelete, &fk.columns)
 			fk.onDelete = strings.ReplaceAll(strings.ToUpper(fk.onDelete), "_", " ")
@@ -262,7 +289,7 @@ func (q followsCatalogue) describe(ctx context.Context, r runner) (tableDef, err
 		})
 	}
 	if err == nil && q.checks != "" {
-		err = scanRows(ctx, r, q.checks, func(rs *rows) error {
+		err = scanRows(ctx, tx, q.checks, func(rs *sql.Rows) error {
 			var c checkDef
 			err := rs.Scan(&c.name, &c.expr)
 			def.checks = append(def.checks, c)
@@ -270,40 +297,24 @@ func (q followsCatalogue) describe(ctx context.Context, r runner) (tableDef, err
 		})
 	}
 	if err == nil && q.sql != "" {
-		if err = r.queryRow(ctx, q.sql, nil, &def.sql); err == nil && q.checks == "" {
+		if err = queryRow(ctx, tx, q.sql, nil, &def.sql); err == nil && q.checks == "" {
 			def.checks = sqliteChecks(def.sql)
 		}
 	}
 	return def, err
 }
 
-// describeColumns reads the columns of a table.
-func (q followsCatalogue) describeColumns(ctx context.Context, r runner, table string) ([]columnDef, error) {
-	var cols []columnDef
-	err := scanRows(ctx, r, q.columns, func(rs *rows) error {
-		var c columnDef
+func (q catalogue) Columns(ctx context.Context, tx Tx, table string) ([]Column, error) {
+	var cols []Column
+	err := scanRows(ctx, tx, q.columns, func(rs *sql.Rows) error {
+		var c Column
 		var dflt *string
-		err := rs.Scan(&c.name, &c.typ, &c.notNull, &c.hasDefault, &dflt, &c.generated)
+		err := rs.Scan(&c.Name, &c.Type, &c.NotNull, &c.HasDefault, &dflt, &c.Generated)
 		if dflt != nil {
-			c.dflt = *dflt
+			c.Default = *dflt
 		}
 		cols = append(cols, c)
 		return err
 	}, table)
 	return cols, err
-}
-
-// scanRows runs a query and hands each row to scan.
-func scanRows(ctx context.Context, r runner, query string, scan func(*rows) error, args ...any) error {
-	rs, err := r.query(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	defer rs.Close()
-	for rs.Next() {
-		if err := scan(rs); err != nil {
-			return err
-		}
-	}
-	return rs.Err()
 }
