@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -13,43 +12,14 @@ import (
 )
 
 // Adoption's behaviour is tested in db/adopt, on SQLite files and
-// PostgreSQL; these are the EF Core databases the export tests here read
-// too, and the test of the migrate subcommand on one.
-const (
-	efConvention     = eftest.SQLiteConvention
-	npgsqlConvention = eftest.NpgsqlConvention
-	npgsqlJoinEntity = eftest.NpgsqlJoinEntity
-)
-
-var (
-	efFollows      = eftest.Follows
-	userUserRows   = eftest.UserUserRows
-	makePostgresDB = eftest.Postgres
-	pgTables       = eftest.PGTables
-)
-
-// makeDB writes a SQLite file by hand, as an EF Core app would have left it.
-func makeDB(t *testing.T, ddl, rows string) string {
-	t.Helper()
-	return eftest.SQLite(t, ddl+"\n"+rows)
-}
-
-func itoa(n int) string { return strconv.Itoa(n) }
-
-func tableCount(t *testing.T, path, table string) int {
-	t.Helper()
-	var n int
-	if err := apitest.OpenRaw(t, path).QueryRow(`SELECT COUNT(*) FROM "` + table + `"`).Scan(&n); err != nil {
-		return -1
-	}
-	return n
-}
+// PostgreSQL; this is the test of the migrate subcommand on an EF Core
+// database.
 
 // migrate -dry-run prints the plan and changes nothing; migrate refuses a
 // database it cannot adopt, naming the rows, and leaves the file as it
 // was; then, the row put right, it adopts it and says what it did.
 func TestMigrateAdoptsAnEFCoreDatabase(t *testing.T) {
-	path := makeDB(t, efConvention, userUserRows(append(slices.Clone(efFollows), [2]int{3, 3})))
+	path := eftest.SQLite(t, eftest.SQLiteConvention+"\n"+eftest.UserUserRows(append(slices.Clone(eftest.Follows), [2]int{3, 3})))
 	before, _ := os.ReadFile(path)
 
 	var out strings.Builder
@@ -75,7 +45,7 @@ func TestMigrateAdoptsAnEFCoreDatabase(t *testing.T) {
 			t.Errorf("the dry run does not say %q:\n%s", want, &out)
 		}
 	}
-	if tableCount(t, path, "UserUser") != len(efFollows) || tableCount(t, path, "Follows") != -1 {
+	if tableCount(t, path, "UserUser") != len(eftest.Follows) || tableCount(t, path, "Follows") != -1 {
 		t.Fatal("the dry run changed the database")
 	}
 	out.Reset()
@@ -85,8 +55,18 @@ func TestMigrateAdoptsAnEFCoreDatabase(t *testing.T) {
 	if !strings.Contains(out.String(), "database shape: convention") || !strings.Contains(out.String(), "migrations applied") {
 		t.Errorf("migrate says:\n%s", &out)
 	}
-	if tableCount(t, path, "UserUser") != -1 || tableCount(t, path, "Follows") != len(efFollows) {
+	if tableCount(t, path, "UserUser") != -1 || tableCount(t, path, "Follows") != len(eftest.Follows) {
 		t.Error("after migrate UserUser should be gone and its rows in Follows")
 	}
 	apitest.CheckGraph(t, path)
+}
+
+// tableCount counts a table's rows, -1 where the table is not there.
+func tableCount(t *testing.T, path, table string) int {
+	t.Helper()
+	var n int
+	if err := apitest.OpenRaw(t, path).QueryRow(`SELECT COUNT(*) FROM "` + table + `"`).Scan(&n); err != nil {
+		return -1
+	}
+	return n
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -16,7 +15,6 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -172,43 +170,6 @@ func launchProcess(t *testing.T, bin string, args ...string) (cmd *exec.Cmd, url
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	url, lines = watchLog(stderr)
 	return cmd, url, lines
-}
-
-// serveInProcess runs the server as main does but in the test's process,
-// and returns once it says where it listens. stop ends it as SIGTERM
-// would and returns what run returned; it runs at the latest when the
-// test ends.
-func serveInProcess(t *testing.T, args ...string) (url string, stop func() error) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	logr, logw := io.Pipe()
-	urlc, _ := watchLog(logr)
-	var runErr error
-	ended := make(chan struct{})
-	go func() {
-		defer close(ended)
-		runErr = run(ctx, args, io.Discard, logw, noEnv)
-		logw.Close()
-	}()
-	stop = sync.OnceValue(func() error {
-		cancel()
-		select {
-		case <-ended:
-			return runErr
-		case <-time.After(40 * time.Second): // longer than serve's 30s to finish requests
-			return errors.New("the server did not stop within 40s")
-		}
-	})
-	t.Cleanup(func() { stop() })
-	select {
-	case u := <-urlc:
-		return u, stop
-	case <-ended:
-		t.Fatalf("the server ended before serving: %v", runErr)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the server did not start within 30s")
-	}
-	return "", stop
 }
 
 func post(t *testing.T, url, token, query string) map[string]any {
