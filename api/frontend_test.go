@@ -251,7 +251,7 @@ func varies(h http.Header) []string {
 	return out
 }
 
-// @defer is not served (see README), so it is not advertised either: a
+// @defer is not served (see docs/clients.md), so it is not advertised either: a
 // document that uses it is refused as invalid rather than answered
 // without the deferred fields.
 func TestDeferIsNotAdvertised(t *testing.T) {

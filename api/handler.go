@@ -32,7 +32,7 @@ type Config struct {
 	// statement runs.
 	BatchWait time.Duration
 
-	// Limits on what one request may ask (see README, "Limits").
+	// Limits on what one request may ask (see docs/production.md, "Limits").
 	MaxComplexity, MaxDepth, MaxAliases, MaxOperations int
 	MaxBody                                            int64
 	RequestTimeout                                     time.Duration

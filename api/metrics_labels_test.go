@@ -31,7 +31,7 @@ func labels(t *testing.T, m *Metrics) map[string]float64 {
 // With -metrics-operations, valid operations under made-up names cannot
 // take the labels: 300 of them before the real one is first seen leave it
 // its label, and are counted as other. Without the list the first 200
-// names take the labels (the default, which the README warns about).
+// names take the labels (the default, which docs/production.md warns about).
 func TestMetricsOperationsList(t *testing.T) {
 	junk := func(m *Metrics) {
 		for i := range 300 {

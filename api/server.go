@@ -12,7 +12,7 @@ import (
 )
 
 // ServerConfig is how the HTTP server treats connections; package main
-// fills it from its flags (see README, "Limits"). A zero duration or
+// fills it from its flags (see docs/production.md, "Limits"). A zero duration or
 // MaxConns is no limit.
 type ServerConfig struct {
 	// ReadTimeout bounds reading a request, headers and body; /graphql

@@ -53,8 +53,8 @@ const (
 // because its connection has as many as it may.
 const CodeSubscriptionLimit = "SUBSCRIPTION_LIMIT"
 
-// StreamConfig are the limits of subscription streams (see README, "Live
-// follow events").
+// StreamConfig are the limits of subscription streams (see
+// docs/subscriptions.md).
 type StreamConfig struct {
 	// MaxSubscriptions is how many subscriptions one websocket may run at
 	// once.
