@@ -115,6 +115,9 @@ func skewedGraph(t *testing.T, s *Store, n int) []int64 {
 // included, with blocks and deactivation respected.
 func TestSuggestionsMatchTheReference(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		t.Skip("SKIPPED under -short: comparing every user's suggestions with the reference statement is long; it runs without -short")
+	}
 	s := openTestStore(t)
 	ctx := context.Background()
 	ids := skewedGraph(t, s, 400)
@@ -237,6 +240,9 @@ func TestAppendIDs(t *testing.T) {
 // already held, every user's suggestions are the reference's.
 func TestSuggestionsFollowListsSeeEveryWriter(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		t.Skip("SKIPPED under -short: comparing every user's suggestions with the reference after each kind of writer is long; it runs without -short")
+	}
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "follows.db")
 	s, err := Open(ctx, path)
