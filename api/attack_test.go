@@ -78,6 +78,7 @@ func heapGrowth(f func()) int64 {
 // posts when its page loads, as captured from headless Chromium: graphql-js's
 // getIntrospectionQuery with GraphiQL's options.
 func TestGraphiQLIntrospectionPasses(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t)
 	body, err := os.ReadFile("testdata/graphiql-introspection.json")
 	if err != nil {

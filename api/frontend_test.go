@@ -20,6 +20,7 @@ var goDetail = []string{"map[", "interface {}", "graphql.", "json:", "Go value",
 // Every refusal, at whatever layer, carries extensions.code and a message
 // that names no Go type and does not echo the request.
 func TestEveryErrorIsCoded(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t)
 	s.Sample()
 	get := func(query string, extra url.Values) func() apitest.RawResponse {
@@ -101,6 +102,7 @@ func TestEveryErrorIsCoded(t *testing.T) {
 // over HTTP asks; with application/json, 200. Errors in execution are 200
 // with either.
 func TestRefusalStatusByMediaType(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t, func(c *api.Config) { c.MaxTokens, c.MaxBreadth, c.MaxOverlaps = 400, 20, 50 })
 	narrow := apitest.Start(t, func(c *api.Config) { c.MaxSelections = 10 })
 	plain := apitest.Start(t)
@@ -182,6 +184,7 @@ func allows(allowHeaders string, headers []string) []string {
 // /graphql varies on Origin while CORS is on, refusals included, so that
 // a cache never serves one origin's answer to another.
 func TestCORSForBrowserApps(t *testing.T) {
+	t.Parallel()
 	const app = "http://localhost:5173"
 	s := apitest.Start(t, func(c *api.Config) { c.CORSOrigins = app; c.MaxBody = 1000 })
 	pre := s.Raw("OPTIONS", "/graphql", "", nil, map[string]string{
@@ -255,6 +258,7 @@ func varies(h http.Header) []string {
 // document that uses it is refused as invalid rather than answered
 // without the deferred fields.
 func TestDeferIsNotAdvertised(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t)
 	s.Sample()
 	var schema struct {
@@ -277,6 +281,7 @@ func TestDeferIsNotAdvertised(t *testing.T) {
 // -cors-headers replaces the default list; * lets a page send whatever
 // its preflight asks for, Authorization included.
 func TestCORSHeadersSetting(t *testing.T) {
+	t.Parallel()
 	const app = "http://localhost:5173"
 	preflight := func(s *apitest.Server, headers string) apitest.RawResponse {
 		return s.Raw("OPTIONS", "/graphql", "", nil, map[string]string{

@@ -12,6 +12,7 @@ import (
 // A failure inside the database reaches the client as a bare internal
 // error: no SQL, no driver text.
 func TestInternalErrorsDoNotLeak(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t)
 	s.CreateUser("alice")
 	sqlDB := apitest.OpenRaw(t, s.DBPath)
@@ -33,6 +34,7 @@ func TestInternalErrorsDoNotLeak(t *testing.T) {
 }
 
 func TestHTTPEndpoints(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t)
 	s.CreateUser("alice")
 	tests := []struct {

@@ -26,6 +26,7 @@ func nested(depth, first int) string {
 // Hostile and malformed requests get a 4xx or a GraphQL error with a code,
 // never a 500, and the limits refuse costly shapes before any SQL runs.
 func TestHostileInput(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t)
 	u := s.Sample()
 
@@ -222,6 +223,7 @@ func TestRequestTimeout(t *testing.T) {
 
 // GraphiQL, introspection and CORS follow their flags.
 func TestProductionFlags(t *testing.T) {
+	t.Parallel()
 	introspect := apitest.Body(`{ __schema { queryType { name } } }`, nil)
 
 	open := apitest.Start(t)

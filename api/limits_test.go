@@ -13,6 +13,7 @@ import (
 // Each limit on a document refuses with its code before gqlgen parses and
 // validates it, and a document within them all still runs.
 func TestDocumentLimits(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t)
 	s.Sample()
 	tree := func(levels int) string { // ofType twice in each ofType: 2^levels pairs to compare
@@ -60,6 +61,7 @@ func TestDocumentLimits(t *testing.T) {
 // defence: 20,000 repeated __typename the selection limit, then the
 // breadth limit; 100,000 unknown directives the cap on errors.
 func TestDefencesInDepth(t *testing.T) {
+	t.Parallel()
 	typename := "{" + strings.Repeat(" __typename", 20000) + " }"
 	s := apitest.Start(t, func(c *api.Config) { c.MaxTokens = 1 << 20 })
 	if r := s.Do("", typename, nil); r.Code() != "SELECTION_LIMIT_EXCEEDED" {
@@ -82,6 +84,7 @@ func TestDefencesInDepth(t *testing.T) {
 
 // A response larger than -max-response is replaced by one coded error.
 func TestResponseTooLarge(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t, func(c *api.Config) { c.MaxResponse = 100 })
 	if _, err := s.Store.LoadSample(context.Background()); err != nil {
 		t.Fatal(err)

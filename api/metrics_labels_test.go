@@ -33,6 +33,7 @@ func labels(t *testing.T, m *Metrics) map[string]float64 {
 // its label, and are counted as other. Without the list the first 200
 // names take the labels (the default, which docs/production.md warns about).
 func TestMetricsOperationsList(t *testing.T) {
+	t.Parallel()
 	junk := func(m *Metrics) {
 		for i := range 300 {
 			m.operation(fmt.Sprintf("Junk%d", i), 0)

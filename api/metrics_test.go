@@ -17,6 +17,7 @@ import (
 // errors by code; /readyz answers while the database does; the request log
 // names the operation.
 func TestOperationsEndpoints(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t)
 	s.Sample()
 	s.Data("", `query Profile { users(first: 4) { nodes { name followers { nodes { name } } } } }`, nil, &struct{}{})
@@ -65,6 +66,7 @@ func TestOperationsEndpoints(t *testing.T) {
 // Automatic persisted queries: a hash alone is refused until the query has
 // been sent once with it, then the hash alone runs it.
 func TestPersistedQueries(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t)
 	s.Sample()
 	query := `{ user(name: "alice") { followerCount } }`

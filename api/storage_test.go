@@ -19,6 +19,7 @@ import (
 // write succeeds again. SQLite's max_page_count gives the same SQLITE_FULL
 // as a full disk.
 func TestStorageFullIsReported(t *testing.T) {
+	t.Parallel()
 	// A new database's size, to leave room for a few users only.
 	scratch := filepath.Join(t.TempDir(), "scratch.db")
 	st, err := db.Open(context.Background(), scratch)

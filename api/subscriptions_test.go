@@ -89,6 +89,7 @@ func names(evs []apitest.FollowEvent) []string {
 // rules; resuming with a cursor gets every later event exactly once, by
 // the rules as they stand then (a block, a deactivation).
 func TestFollowEventsOverWebsocket(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, d apitest.Database) {
 		s := d.Start(t)
 		sc := script{t, s}
@@ -160,6 +161,7 @@ func TestFollowEventsOverWebsocket(t *testing.T) {
 // MaxSubscriptions; and a subscription over server-sent events works as
 // over the websocket.
 func TestFollowEventsRefusals(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t, func(c *api.Config) {
 		c.Streams.AuthTimeout = 200 * time.Millisecond
 		c.Streams.MaxSubscriptions = 1
@@ -242,6 +244,7 @@ func sseEvents(t *testing.T, s *apitest.Server, token, after string) (<-chan str
 // Server-sent events carry the same stream as the websocket, and refuse
 // an anonymous subscription.
 func TestFollowEventsOverSSE(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, d apitest.Database) {
 		s := d.Start(t)
 		sc := script{t, s}

@@ -19,6 +19,9 @@ import (
 // installs them and a skip would hide a broken set-up.
 func nodeTools(t *testing.T, packages ...string) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("SKIPPED under -short: the client tests run Node tools (the audit, codegen and tsc, Apollo, Relay) and are long; they run without -short")
+	}
 	for _, p := range packages {
 		if _, err := os.Stat(filepath.Join("node_modules", p)); err != nil {
 			if os.Getenv("CI") == "true" {

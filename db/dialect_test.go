@@ -108,6 +108,7 @@ func TestClassifySQLServer(t *testing.T) {
 
 // SQLite's errors, from real statements on a real file.
 func TestClassifySQLite(t *testing.T) {
+	t.Parallel()
 	s := openTestStore(t)
 	ctx := context.Background()
 	a, _ := s.CreateUser(ctx, "a")
@@ -145,6 +146,7 @@ func TestRebindAtP(t *testing.T) {
 
 // A transaction that lost a race runs again, a bounded number of times.
 func TestTransactionRetry(t *testing.T) {
+	t.Parallel()
 	s := openTestStore(t)
 	for _, tc := range []struct{ failures, wantRuns int }{{1, 2}, {2, 3}, {5, maxTxAttempts}} {
 		runs := 0

@@ -31,6 +31,9 @@ func eachDialect(t *testing.T, fn func(t *testing.T, s *Store)) {
 			if d.name == "postgres" && !pgtest.Available() {
 				t.Skip(pgtest.SkipMessage("the PostgreSQL run"))
 			}
+			if d.name != "sqlserver" { // SQL Server's tests share one database
+				t.Parallel()
+			}
 			fn(t, d.open(t))
 		})
 	}
@@ -538,6 +541,7 @@ func TestDeleteThroughCascadeKeepsCounts(t *testing.T) {
 //     (docs/efcore does, on Follows too), and then reads the stored stamp
 //     (TestEFCoreWritePaths).
 func TestEFCoreSQLiteReturning(t *testing.T) {
+	t.Parallel()
 	s := openTestStore(t)
 	var id int64
 	var stamp string

@@ -31,7 +31,12 @@ func TestFollowEvents(t *testing.T) {
 				t.Skip(pgtest.SkipMessage("the PostgreSQL outbox tests"))
 			}
 			for name, test := range suite {
-				t.Run(name, func(t *testing.T) { test(t, d.open) })
+				t.Run(name, func(t *testing.T) {
+					if d.name != "sqlserver" { // SQL Server's tests share one database
+						t.Parallel()
+					}
+					test(t, d.open)
+				})
 			}
 		})
 	}

@@ -30,7 +30,12 @@ func TestExternalUsers(t *testing.T) {
 				t.Skip(sqlserverSkip)
 			}
 			for tn, test := range suite {
-				t.Run(tn, func(t *testing.T) { test(t, open(t)) })
+				t.Run(tn, func(t *testing.T) {
+					if name != "sqlserver" { // SQL Server's tests share one database
+						t.Parallel()
+					}
+					test(t, open(t))
+				})
 			}
 		})
 	}

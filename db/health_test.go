@@ -14,6 +14,7 @@ import (
 // not ready from then until a write succeeds again. SQLite's
 // max_page_count gives the same SQLITE_FULL as a full disk.
 func TestStorageFull(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "follows.db")
 	s, err := Open(ctx, path)
@@ -69,6 +70,7 @@ func TestStorageFull(t *testing.T) {
 // A file whose pages are damaged is refused at start by the integrity
 // check, with an error naming the file.
 func TestOpenRefusesACorruptFile(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "follows.db")
 	s, err := Open(ctx, path)

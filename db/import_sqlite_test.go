@@ -83,6 +83,7 @@ func equalCounts(a, b [][2]int) bool {
 // A refused import into a new file leaves the empty database, which the
 // server opens.
 func TestFailedImportLeavesAFileThatOpens(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path, s := openFile(t)
 	users := []UserRow{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}}
@@ -107,6 +108,7 @@ func TestFailedImportLeavesAFileThatOpens(t *testing.T) {
 // A file whose import did not finish (the process died while loading:
 // its mark is still set) is refused, with what to do.
 func TestOpenRefusesAnUnfinishedImport(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path, s := openFile(t)
 	s.Close()
@@ -149,6 +151,7 @@ func TestFormatSQLiteTime(t *testing.T) {
 // An import into a new file that another connection is reading still
 // goes in, through the write-ahead log.
 func TestImportIntoNewFileBesideAReader(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path, s := openFile(t)
 	defer s.Close()

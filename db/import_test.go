@@ -75,7 +75,12 @@ var importDialects = []struct {
 // importDialects.
 func eachImportDialect(t *testing.T, fn func(t *testing.T, s *Store)) {
 	for _, d := range importDialects {
-		t.Run(d.name, func(t *testing.T) { fn(t, d.open(t)) })
+		t.Run(d.name, func(t *testing.T) {
+			if d.name != "sqlserver" { // SQL Server's tests share one database
+				t.Parallel()
+			}
+			fn(t, d.open(t))
+		})
 	}
 }
 
@@ -346,6 +351,7 @@ func testImportedIDsAreNotGivenAgain(t *testing.T, s *Store) {
 // above it even when the user who had it is gone. Stamps travel too; a
 // user imported without one gets a new one.
 func TestImportKeepsIDsAndStamps(t *testing.T) {
+	t.Parallel()
 	src := openTestStore(t)
 	ctx := context.Background()
 	var last User
@@ -420,6 +426,7 @@ func TestImportKeepsIDsAndStamps(t *testing.T) {
 // A database at a migration before Users.ExternalId (00007) exports as it
 // is, its users without one.
 func TestExportBeforeExternalIDs(t *testing.T) {
+	t.Parallel()
 	s := openTestStore(t)
 	ctx := context.Background()
 	if _, err := s.CreateUser(ctx, "old"); err != nil {
@@ -444,6 +451,7 @@ func TestExportBeforeExternalIDs(t *testing.T) {
 // Every account gets a random stamp, whoever inserts it: the server, or
 // another program that knows nothing of the column (the trigger's part).
 func TestSecurityStamps(t *testing.T) {
+	t.Parallel()
 	s := openTestStore(t)
 	ctx := context.Background()
 	a, err := s.CreateUser(ctx, "a")
@@ -480,6 +488,7 @@ func TestSecurityStamps(t *testing.T) {
 // each of those only its newest SuggestionsPerVia, so that one call costs
 // a bounded amount whatever the following counts.
 func TestSuggestionsReadOnlyTheNewestFollows(t *testing.T) {
+	t.Parallel()
 	s := openTestStore(t)
 	ctx := context.Background()
 	const me, old, deep, fresh, firstFiller = 1, 40, 41, 42, 100

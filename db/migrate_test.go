@@ -12,6 +12,7 @@ import (
 // Instances started at once on a new database all come up: one migrates
 // while the others wait for it, and each migration is applied once.
 func TestOpenConcurrently(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		dsn  func(t *testing.T) string

@@ -71,6 +71,7 @@ func TestPostgresScript(t *testing.T) {
 // PostgreSQL's errors, from real statements, classified by SQLSTATE and
 // constraint name.
 func TestClassifyPostgres(t *testing.T) {
+	t.Parallel()
 	s := openPostgres(t)
 	ctx := context.Background()
 	a, _ := s.CreateUser(ctx, "a")
@@ -126,6 +127,7 @@ func TestClassifyPostgres(t *testing.T) {
 // branch scans the follow table, so a popular account costs no more than
 // any other.
 func TestPostgresListStatementsSeekTheIndex(t *testing.T) {
+	t.Parallel()
 	s := openPostgres(t)
 	for _, q := range []string{
 		`INSERT INTO Users (Name) SELECT 'u' || g FROM generate_series(1, 3000) AS g`,
@@ -196,6 +198,7 @@ SELECT a, b, now() - make_interval(secs => a * 3 + k) FROM generate_series(1, 30
 // The server's sessions run without JIT unless the DSN says otherwise;
 // the DSN's own parameters stay.
 func TestPostgresDSN(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"postgres://u:p@h:5432/db":                          "postgres://u:p@h:5432/db?jit=off",
 		"postgresql://u@h/db?sslmode=require":               "postgresql://u@h/db?jit=off&sslmode=require",

@@ -351,6 +351,10 @@ func TestImportWritesFollowPages(t *testing.T) {
 	cases = append(cases, struct{ users, follows, blocks, pageSize int }{400, 6000, 20, 512}, struct{ users, follows, blocks, pageSize int }{900, 4000, 10, 0})
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%d follows on pages of %d", c.follows, c.pageSize), func(t *testing.T) {
+			t.Parallel()
+			if testing.Short() && c.follows > 2 && c.follows < 60 {
+				t.Skip("SKIPPED under -short: the sweep of every count from 3 to 59 follows is long; it runs without -short")
+			}
 			g := genFollowGraph(c.users, c.follows, c.blocks, uint64(c.follows))
 			pages, bySQL, path := importPaths(t, g, c.pageSize)
 			sameImport(t, g, pages, bySQL)

@@ -72,7 +72,12 @@ func TestStore(t *testing.T) {
 				t.Skip(pgtest.SkipMessage("the PostgreSQL store suite"))
 			}
 			for name, test := range suite {
-				t.Run(name, func(t *testing.T) { test(t, d.open) })
+				t.Run(name, func(t *testing.T) {
+					if d.name != "sqlserver" { // SQL Server's tests share one database
+						t.Parallel()
+					}
+					test(t, d.open)
+				})
 			}
 		})
 	}
@@ -429,6 +434,7 @@ func testBatchMatchesSingleQueries(t *testing.T, open opener) {
 // its size, and a backward page reads the index up from its cursor as a
 // forward page reads it down.
 func TestListStatementsSeekTheIndex(t *testing.T) {
+	t.Parallel()
 	s := openTestStore(t)
 	type statement struct {
 		text     string

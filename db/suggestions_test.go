@@ -114,6 +114,10 @@ func skewedGraph(t *testing.T, s *Store, n int) []int64 {
 // reference statement gives: the same users, via counts and order, ties
 // included, with blocks and deactivation respected.
 func TestSuggestionsMatchTheReference(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("SKIPPED under -short: comparing every user's suggestions with the reference statement is long; it runs without -short")
+	}
 	s := openTestStore(t)
 	ctx := context.Background()
 	ids := skewedGraph(t, s, 400)
@@ -187,6 +191,7 @@ func reference(t *testing.T, s *Store, q SuggestionQuery) []Suggestion {
 // store does not hold them (see followLists), the users that can rank and,
 // where deactivated users leave a list short, the rest.
 func TestSuggestionsStatementsDoNotGrowWithUsers(t *testing.T) {
+	t.Parallel()
 	s := openTestStore(t)
 	ids := skewedGraph(t, s, 300)
 	for _, n := range []int{1, 50} {
@@ -234,6 +239,10 @@ func TestAppendIDs(t *testing.T) {
 // a block, a deleted user and a bulk import. After each, with every list
 // already held, every user's suggestions are the reference's.
 func TestSuggestionsFollowListsSeeEveryWriter(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("SKIPPED under -short: comparing every user's suggestions with the reference after each kind of writer is long; it runs without -short")
+	}
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "follows.db")
 	s, err := Open(ctx, path)

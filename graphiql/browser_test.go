@@ -23,6 +23,9 @@ import (
 // would hide a broken set-up.
 func chromium(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("SKIPPED under -short: GraphiQL in headless Chromium is long; it runs without -short")
+	}
 	path, err := exec.LookPath("chromium")
 	if err != nil {
 		if os.Getenv("CI") == "true" {

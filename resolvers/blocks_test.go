@@ -62,7 +62,10 @@ func edgeNames(p *profile, following bool) []string {
 
 // The acceptance, step by step over HTTP, with the counts checked
 // against a recount after each step.
-func TestBlocksAndDeactivation(t *testing.T) { apitest.Each(t, testBlocksAndDeactivation) }
+func TestBlocksAndDeactivation(t *testing.T) {
+	t.Parallel()
+	apitest.Each(t, testBlocksAndDeactivation)
+}
 
 func testBlocksAndDeactivation(t *testing.T, on apitest.Database) {
 	s := on.Start(t)
@@ -242,7 +245,10 @@ func (c blockCast) reactivationRestores(t *testing.T, before map[string]*profile
 }
 
 // Only the follower sees a follow's mute and notification settings.
-func TestMutesArePrivate(t *testing.T) { apitest.Each(t, testMutesArePrivate) }
+func TestMutesArePrivate(t *testing.T) {
+	t.Parallel()
+	apitest.Each(t, testMutesArePrivate)
+}
 
 func testMutesArePrivate(t *testing.T, on apitest.Database) {
 	s := on.Start(t)

@@ -15,7 +15,10 @@ import (
 // Concurrent follows of one pair (20 as a double-click storm, 50 as a
 // pile-up): one row, every response a success, exactly one that created
 // it, and exact counts.
-func TestConcurrentFollowsOfOnePair(t *testing.T) { apitest.Each(t, testConcurrentFollowsOfOnePair) }
+func TestConcurrentFollowsOfOnePair(t *testing.T) {
+	t.Parallel()
+	apitest.Each(t, testConcurrentFollowsOfOnePair)
+}
 
 func testConcurrentFollowsOfOnePair(t *testing.T, on apitest.Database) {
 	for _, n := range []int{20, 50} {
@@ -56,7 +59,10 @@ func testConcurrentFollowsOfOnePair(t *testing.T, on apitest.Database) {
 
 // Follows and unfollows among a few users, interleaved from many clients,
 // leave every count equal to a recount.
-func TestFollowUnfollowStorm(t *testing.T) { apitest.Each(t, testFollowUnfollowStorm) }
+func TestFollowUnfollowStorm(t *testing.T) {
+	t.Parallel()
+	apitest.Each(t, testFollowUnfollowStorm)
+}
 
 func testFollowUnfollowStorm(t *testing.T, on apitest.Database) {
 	s := on.Start(t)
@@ -93,7 +99,10 @@ func testFollowUnfollowStorm(t *testing.T, on apitest.Database) {
 
 // A user deleting itself while others follow and unfollow it: no client
 // sees a foreign key failure or an internal error, and nothing is orphaned.
-func TestDeleteUserDuringFollows(t *testing.T) { apitest.Each(t, testDeleteUserDuringFollows) }
+func TestDeleteUserDuringFollows(t *testing.T) {
+	t.Parallel()
+	apitest.Each(t, testDeleteUserDuringFollows)
+}
 
 func testDeleteUserDuringFollows(t *testing.T, on apitest.Database) {
 	for round := range 3 {

@@ -7,6 +7,7 @@ import (
 )
 
 func TestDeleteUserAnotherAppStillRefersTo(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, testDeleteUserAnotherAppStillRefersTo)
 }
 

@@ -12,7 +12,10 @@ import (
 // A deactivated account may not follow, unfollow, change a follow, block
 // or unblock until it reactivates, whoever it acts on: itself and users
 // that do not exist included, which the store would answer otherwise.
-func TestDeactivatedViewerIsRefused(t *testing.T) { apitest.Each(t, testDeactivatedViewerIsRefused) }
+func TestDeactivatedViewerIsRefused(t *testing.T) {
+	t.Parallel()
+	apitest.Each(t, testDeactivatedViewerIsRefused)
+}
 
 func testDeactivatedViewerIsRefused(t *testing.T, on apitest.Database) {
 	a := on.Start(t)

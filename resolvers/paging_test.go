@@ -60,7 +60,10 @@ func followers(s *apitest.Server, vars map[string]any) pageOut {
 // the spec's: hasPreviousPage tells whether more lie before the first
 // edge, hasNextPage whether before was given, and the page's cursors are
 // its first and last edges'.
-func TestPagingBackwardOverHTTP(t *testing.T) { apitest.Each(t, testPagingBackwardOverHTTP) }
+func TestPagingBackwardOverHTTP(t *testing.T) {
+	t.Parallel()
+	apitest.Each(t, testPagingBackwardOverHTTP)
+}
 
 func testPagingBackwardOverHTTP(t *testing.T, on apitest.Database) {
 	s := on.Start(t)
@@ -131,7 +134,10 @@ func testPagingBackwardOverHTTP(t *testing.T, on apitest.Database) {
 }
 
 // Query.users pages by id both ways.
-func TestUsersPageBackwardOverHTTP(t *testing.T) { apitest.Each(t, testUsersPageBackwardOverHTTP) }
+func TestUsersPageBackwardOverHTTP(t *testing.T) {
+	t.Parallel()
+	apitest.Each(t, testUsersPageBackwardOverHTTP)
+}
 
 func testUsersPageBackwardOverHTTP(t *testing.T, on apitest.Database) {
 	s := on.Start(t)
@@ -160,6 +166,7 @@ func testUsersPageBackwardOverHTTP(t *testing.T, on apitest.Database) {
 // Giving both first and last is refused, as the Relay spec advises; last
 // is bounded as first is, and before must be a cursor of the list.
 func TestBackwardArgumentsChecked(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t)
 	star, _ := starWithFans(s, 3)
 	for _, c := range []struct {

@@ -11,6 +11,7 @@ import (
 // cursor that list gives it, so that a client cache can insert it without
 // refetching; unfollow and block carry the ids a cache removes edges by.
 func TestMutationPayloadsForCaches(t *testing.T) {
+	t.Parallel()
 	a := apitest.Start(t)
 	u := a.Sample()
 	alice, bob, dave := u["alice"], u["bob"], u["dave"]
@@ -119,6 +120,7 @@ func TestMutationPayloadsForCaches(t *testing.T) {
 
 // A taken name is the fault of input.name, and says so.
 func TestTakenNameNamesTheArgument(t *testing.T) {
+	t.Parallel()
 	a := apitest.Start(t)
 	a.CreateUser("alice")
 	r := a.Do("", `mutation { createUser(input: {name: "ALICE"}) { token } }`, nil)

@@ -15,6 +15,7 @@ import (
 // BAD_USER_INPUT naming the argument; prefetch, which reads the same
 // arguments first, neither reports it nor fails.
 func TestMalformedListArgumentIsTheFieldsToReport(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, testMalformedListArgumentIsTheFieldsToReport)
 }
 
@@ -106,6 +107,7 @@ func testPrefetchReadsArgumentsAsTheResolver(t *testing.T, on apitest.Database) 
 // that it skipped, and leaves the error to gqlgen's own execution of the
 // selection rather than failing the list's resolver.
 func TestPrefetchSkipsWhatGqlgenCannotCollect(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, testPrefetchSkipsWhatGqlgenCannotCollect)
 }
 

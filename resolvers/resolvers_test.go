@@ -23,7 +23,10 @@ func nodeNames(nodes []struct{ Name string }) []string {
 	return out
 }
 
-func TestSampleGraphOverHTTP(t *testing.T) { apitest.Each(t, testSampleGraphOverHTTP) }
+func TestSampleGraphOverHTTP(t *testing.T) {
+	t.Parallel()
+	apitest.Each(t, testSampleGraphOverHTTP)
+}
 
 func testSampleGraphOverHTTP(t *testing.T, on apitest.Database) {
 	s := on.Start(t)
@@ -120,7 +123,10 @@ func testSampleGraphOverHTTP(t *testing.T, on apitest.Database) {
 
 // When alice follows dave, the row says FollowerId = alice, and dave's
 // followers hold alice, not the other way round.
-func TestFollowDirection(t *testing.T) { apitest.Each(t, testFollowDirection) }
+func TestFollowDirection(t *testing.T) {
+	t.Parallel()
+	apitest.Each(t, testFollowDirection)
+}
 
 func testFollowDirection(t *testing.T, on apitest.Database) {
 	s := on.Start(t)
@@ -173,7 +179,10 @@ func mustID(t *testing.T, s string) int64 {
 	return id
 }
 
-func TestPagingFiftyFiveFollowers(t *testing.T) { apitest.Each(t, testPagingFiftyFiveFollowers) }
+func TestPagingFiftyFiveFollowers(t *testing.T) {
+	t.Parallel()
+	apitest.Each(t, testPagingFiftyFiveFollowers)
+}
 
 func testPagingFiftyFiveFollowers(t *testing.T, on apitest.Database) {
 	s := on.Start(t)
@@ -228,7 +237,10 @@ func testPagingFiftyFiveFollowers(t *testing.T, on apitest.Database) {
 	}
 }
 
-func TestMutationOutcomes(t *testing.T) { apitest.Each(t, testMutationOutcomes) }
+func TestMutationOutcomes(t *testing.T) {
+	t.Parallel()
+	apitest.Each(t, testMutationOutcomes)
+}
 
 func testMutationOutcomes(t *testing.T, on apitest.Database) {
 	s := on.Start(t)
@@ -396,6 +408,7 @@ func testStatementsPerRequestDoNotGrowWithUsers(t *testing.T, on apitest.Databas
 // cannot make one request do many calls' worth: four fit the default
 // complexity limit, five do not.
 func TestSuggestionsPricedAsTheirWork(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t)
 	u := s.Sample()
 	calls := func(n int) string {

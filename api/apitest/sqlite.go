@@ -22,22 +22,31 @@ func OpenRaw(t testing.TB, path string) *sql.DB {
 func CheckGraph(t testing.TB, dbPath string) {
 	t.Helper()
 	raw := OpenRaw(t, dbPath)
+	// A drift query that fails (no graph in the file, a column missing)
+	// must fail the check: read as zero, it would pass any file.
 	var drift int
-	// Counts count the follows whose other end is an active account.
-	raw.QueryRow(countDrift).Scan(&drift)
+	if err := raw.QueryRow(countDrift).Scan(&drift); err != nil {
+		t.Fatalf("recounting the follows of %s: %v", dbPath, err)
+	}
 	if drift != 0 {
 		t.Errorf("%d users' counts differ from a recount", drift)
 	}
 	rows, err := raw.Query(`PRAGMA foreign_key_check`)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("checking the foreign keys of %s: %v", dbPath, err)
 	}
 	for rows.Next() {
 		t.Error("foreign_key_check reports an orphan follow row")
 	}
+	err = rows.Err()
 	rows.Close()
+	if err != nil {
+		t.Fatalf("checking the foreign keys of %s: %v", dbPath, err)
+	}
 	var integrity string
-	raw.QueryRow(`PRAGMA integrity_check`).Scan(&integrity)
+	if err := raw.QueryRow(`PRAGMA integrity_check`).Scan(&integrity); err != nil {
+		t.Fatalf("checking the integrity of %s: %v", dbPath, err)
+	}
 	if integrity != "ok" {
 		t.Errorf("integrity_check: %s", integrity)
 	}
