@@ -316,12 +316,6 @@ func (s *Store) ImportGraph(ctx context.Context, g Graph, progress func(follows 
 				return err
 			}
 			st.Rebuild = clock.mark("sort and check, counts beside")
-			if x := experimentSQLite(); x != "" {
-				if err := load.experimentViaSQLite(ctx, x); err != nil {
-					return err
-				}
-				st.Rebuild += clock.mark("experiment: through SQLite")
-			}
 		} else {
 			if err := load.restore(); err != nil {
 				return err
@@ -345,7 +339,7 @@ func (s *Store) ImportGraph(ctx context.Context, g Graph, progress func(follows 
 			}
 		}
 		st.Recount = clock.mark("counts")
-		if load.pages != nil && experimentSQLite() == "" {
+		if load.pages != nil {
 			// The pages are written once the rest has committed, with
 			// the file still marked as being loaded (see freshImport).
 			last = "clear the mark"

@@ -278,15 +278,8 @@ func (m *followPages) check(blocks map[pair]Pos) error {
 	wg.Go(func() {
 		m.pk = m.order(func(f *memFollow) int64 { return f.follower }, func(a, b *memFollow) int { return cmp.Compare(a.followee, b.followee) })
 	})
+	wg.Go(func() { m.byFollowee = m.followeeKeys() })
 	wg.Go(func() {
-		if experimentSQLite() == "" {
-			m.byFollowee = m.followeeKeys()
-		}
-	})
-	wg.Go(func() {
-		if experimentSQLite() != "" {
-			return
-		}
 		m.byFollower = m.order(func(f *memFollow) int64 { return f.follower }, func(a, b *memFollow) int {
 			return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.followee, b.followee))
 		})
