@@ -641,6 +641,43 @@ func importCutShort(t *testing.T) string {
 	return path
 }
 
+// Every opener refuses a file whose import did not finish, with the same
+// words: Open (the server, migrate, import), even when its quick_check
+// would run out of time before it found the mark, and OpenGraph
+// (export, and copy's source).
+func TestEveryOpenerRefusesAnUnfinishedImport(t *testing.T) {
+	ctx := context.Background()
+	path := importCutShort(t)
+	for name, open := range map[string]func() error{
+		"Open": func() error {
+			s, err := Open(ctx, path)
+			if err == nil {
+				s.Close()
+			}
+			return err
+		},
+		"Open, quick_check out of time": func() error {
+			s, err := Open(ctx, path, WithIntegrityLimit(time.Nanosecond))
+			if err == nil {
+				s.Close()
+			}
+			return err
+		},
+		"OpenGraph": func() error {
+			g, err := OpenGraph(ctx, path)
+			if err == nil {
+				g.Close()
+			}
+			return err
+		},
+	} {
+		var ce *CorruptError
+		if err := open(); !errors.As(err, &ce) || !strings.Contains(err.Error(), unfinishedImport) {
+			t.Errorf("%s of a file whose import did not finish: %v", name, err)
+		}
+	}
+}
+
 // Every import into a new file says how it loaded the follow table, and
 // why when not by writing its pages.
 func TestImportSaysHowItLoadedTheFollowTable(t *testing.T) {
