@@ -129,6 +129,9 @@ func open(ctx context.Context, d *dialect, dsn, connStr string, opts []Option) (
 		if err := createSQLiteFile(dsn); err != nil {
 			return nil, err
 		}
+		if err := refuseUnfinishedImport(ctx, dsn); err != nil {
+			return nil, err
+		}
 	}
 	// An EF Core database is adopted, and migrated, in one transaction
 	// before the server's own connection settings touch it; one that

@@ -65,6 +65,9 @@ func OpenGraph(ctx context.Context, dsn string) (*GraphReader, error) {
 		if _, err := os.Stat(path); err != nil {
 			return nil, fmt.Errorf("%s: %w", location(d, dsn), err)
 		}
+		if err := refuseUnfinishedImport(ctx, dsn); err != nil {
+			return nil, fmt.Errorf("%s: %w", location(d, dsn), err)
+		}
 		// None of the server's settings: WAL would rewrite the header.
 		connStr = "file:" + path + "?mode=ro&_pragma=query_only(1)&_pragma=busy_timeout(10000)"
 	}

@@ -116,6 +116,10 @@ const maxImportErrors = 20
 type ImportStats struct {
 	Users, Blocks, Follows int
 	Load, Rebuild, Recount time.Duration
+	// FollowTable says, for an import into a new SQLite file, how the
+	// follow table was loaded: by writing its pages, or through SQLite
+	// and why.
+	FollowTable string
 	// Phases are the steps of the import in the order they ran, each
 	// with its own time, for finding where an import's time goes.
 	Phases []ImportPhase
@@ -303,6 +307,7 @@ func (s *Store) ImportGraph(ctx context.Context, g Graph, progress func(follows 
 			progress(st.Follows)
 		}
 		st.Load = users + clock.mark("follows")
+		st.FollowTable = load.how()
 		if load.pages != nil {
 			// Sorting and checking the held rows is Go's work on two
 			// cores, setting the counts SQLite's on one: side by side.
@@ -347,6 +352,10 @@ func (s *Store) ImportGraph(ctx context.Context, g Graph, progress func(follows 
 				clock.mark("commit")
 				err := load.pages.write(ctx, r.conn)
 				st.Rebuild += clock.mark("write the follow table's pages")
+				if err == nil {
+					err = checkFollowTrees(ctx, r.conn)
+					st.Rebuild += clock.mark("check the follow table's pages")
+				}
 				return err
 			}
 		}
@@ -463,6 +472,10 @@ type followLoad struct {
 	// follow has an entry.
 	counts      importCounts
 	deactivated map[int64]bool
+
+	// whyNotPages says why the follows of an import into a new file go
+	// through SQLite rather than into pages (see ImportStats.FollowTable).
+	whyNotPages string
 }
 
 func (s *Store) newFollowLoad(ctx context.Context, r runner, fresh bool, ids map[int64]bool) (*followLoad, error) {
@@ -476,10 +489,13 @@ func (s *Store) newFollowLoad(ctx context.Context, r runner, fresh bool, ids map
 	if err != nil {
 		return nil, err
 	}
-	if fresh && r.fresh != nil && r.fresh.pages {
-		if l.pages, err = newFollowPages(ctx, r); err != nil || l.pages != nil {
+	switch {
+	case fresh && r.fresh != nil && r.fresh.pages:
+		if l.pages, l.whyNotPages, err = newFollowPages(ctx, r); err != nil || l.pages != nil {
 			return l, err
 		}
+	case r.fresh != nil:
+		l.whyNotPages = "another connection has the file open, so it stays in WAL mode"
 	}
 	return l, l.toSink()
 }
@@ -506,7 +522,7 @@ func (l *followLoad) add(f FollowRow) error {
 	l.count(f.Followee, 0, f.Follower)
 	l.count(f.Follower, 1, f.Followee)
 	if l.pages != nil {
-		if l.pages.add(f) {
+		if l.whyNotPages = l.pages.add(f); l.whyNotPages == "" {
 			return nil
 		}
 		if err := l.toSink(); err != nil {

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"follows/db/sqlitebtree"
 )
 
 // The writer's CreatedAt texts are formatSQLiteTime's, from year 0 to
@@ -35,7 +37,7 @@ func TestTicksTextIsFormatSQLiteTime(t *testing.T) {
 	tt := new(ticksText)
 	m := &followPages{}
 	for _, tm := range times {
-		if !m.add(FollowRow{At: tm}) {
+		if why := m.add(FollowRow{At: tm}); why != "" {
 			t.Fatalf("%v not held", tm)
 		}
 	}
@@ -320,7 +322,7 @@ func treeDepth(t *testing.T, path string, root uint32) int {
 		if _, err := f.ReadAt(pg, int64(root-1)*int64(size)); err != nil {
 			t.Fatal(err)
 		}
-		if pg[0] != pageIndexInterior && pg[0] != pageTableInterior {
+		if pg[0] != sqlitebtree.PageIndexInterior && pg[0] != sqlitebtree.PageTableInterior {
 			return depth
 		}
 		root = binary.BigEndian.Uint32(pg[8:])
@@ -387,6 +389,9 @@ func TestImportOfFarTimesGoesThroughSQLite(t *testing.T) {
 	st, err := s.ImportGraph(ctx, g.graph(), nil)
 	if err != nil || !tookPhase(st, "indexes and triggers") || tookPhase(st, "write the follow table's pages") {
 		t.Fatalf("import with a far time: %+v, %v", st.Phases, err)
+	}
+	if want := "follows.csv line 62: a time outside years 0 to 9999"; !strings.Contains(st.FollowTable, want) {
+		t.Errorf("import with a far time says %q, want %q", st.FollowTable, want)
 	}
 	g.follows[60].At = g.follows[59].At
 	pages, bySQL, _ := importPaths(t, g, 512)
@@ -481,43 +486,10 @@ func TestImportBesideFollowsGoesThroughSQLite(t *testing.T) {
 // A process that ends while the pages are written, or before the mark is
 // cleared, leaves a file the server refuses.
 func TestUnfinishedPageWriteIsRefused(t *testing.T) {
-	ctx := context.Background()
-	path := newSQLiteFile(t, 0)
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	testHookFollowPagesWritten = func() error { return errors.New("stopped") }
-	defer func() { testHookFollowPagesWritten = nil }()
-	if _, err := s.ImportGraph(ctx, genFollowGraph(10, 30, 0, 1).graph(), nil); err == nil {
-		t.Fatal("the import stopped after writing its pages returned no error")
-	}
-	s.Close()
-	_, err = Open(ctx, path)
+	_, err := Open(context.Background(), importCutShort(t))
 	var ce *CorruptError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "import into this file did not finish") {
 		t.Fatalf("open of a file whose import stopped: %v", err)
-	}
-}
-
-// New pages skip the page holding byte 1,073,741,824, which SQLite never
-// uses (no test file is that large).
-func TestNewPagesSkipTheLockPage(t *testing.T) {
-	h := sqliteHeader{pageSize: 4096}
-	lock := h.lockPage()
-	if lock != 262145 {
-		t.Fatalf("lock page %d, want 262145", lock)
-	}
-	w := &pageWriter{h: h, first: lock - 2}
-	var got []uint32
-	for slot := range 4 {
-		got = append(got, w.pageNo(slot))
-	}
-	if want := []uint32{lock - 2, lock - 1, lock + 1, lock + 2}; !slices.Equal(got, want) {
-		t.Errorf("pages %v, want %v", got, want)
-	}
-	if w := (&pageWriter{h: h, first: lock + 5}); w.pageNo(0) != lock+5 {
-		t.Errorf("a page past the lock page moved to %d", w.pageNo(0))
 	}
 }
 
@@ -537,5 +509,221 @@ func TestImportIntoAnAnalyzedFileGoesThroughSQLite(t *testing.T) {
 	st, err := s.ImportGraph(ctx, genFollowGraph(10, 30, 0, 2).graph(), nil)
 	if err != nil || !tookPhase(st, "indexes and triggers") {
 		t.Fatalf("import into an analyzed file: %+v, %v", st.Phases, err)
+	}
+	if want := "planner statistics"; !strings.Contains(st.FollowTable, want) {
+		t.Errorf("import into an analyzed file says %q, want %q", st.FollowTable, want)
+	}
+}
+
+// emptyFileReserved writes an empty database by hand (the file format's
+// header and an empty schema page) with reserved bytes at the end of
+// each page, which SQLite keeps in every page it then makes but has no
+// statement to set; Open then migrates it.
+func emptyFileReserved(t *testing.T, pageSize, reserved int) string {
+	t.Helper()
+	pg := make([]byte, pageSize)
+	copy(pg, "SQLite format 3\x00")
+	be := binary.BigEndian
+	be.PutUint16(pg[16:], uint16(pageSize))
+	pg[18], pg[19], pg[20], pg[21], pg[22], pg[23] = 1, 1, byte(reserved), 64, 32, 32
+	for at, v := range map[int]uint32{24: 1, 28: 1, 44: 4, 56: 1, 92: 1, 96: 3045000} {
+		be.PutUint32(pg[at:], v)
+	}
+	pg[100] = sqlitebtree.PageTableLeaf
+	be.PutUint16(pg[105:], uint16(pageSize-reserved))
+	path := filepath.Join(t.TempDir(), "follows.db")
+	if err := os.WriteFile(path, pg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// The writer writes pages of 65,536 bytes, and pages with reserved bytes
+// at their end (as encryption or checksum extensions leave), and the
+// server reads from them what it reads after SQLite's own import.
+func TestImportWritesLargeAndReservedPages(t *testing.T) {
+	ctx := context.Background()
+	g := genFollowGraph(300, 3000, 5, 11)
+	t.Run("65536", func(t *testing.T) {
+		pages, bySQL, path := importPaths(t, g, 65536)
+		sameImport(t, g, pages, bySQL)
+		if size := pageSizeOf(t, pages); size != 65536 {
+			t.Errorf("page size %d after the import of %s", size, path)
+		}
+	})
+	t.Run("reserved", func(t *testing.T) {
+		path := emptyFileReserved(t, 1024, 40)
+		s, err := Open(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		st, err := s.ImportGraph(ctx, g.graph(), nil)
+		if err != nil || !tookPhase(st, "write the follow table's pages") {
+			t.Fatalf("import into pages with reserved bytes: %+v, %v", st.Phases, err)
+		}
+		_, bySQL, _ := importPaths(t, g, 1024)
+		sameImport(t, g, s, bySQL)
+	})
+}
+
+func pageSizeOf(t *testing.T, s *Store) int {
+	var size int
+	if err := s.db.QueryRow(`PRAGMA page_size`).Scan(&size); err != nil {
+		t.Fatal(err)
+	}
+	return size
+}
+
+// Pages that SQLite's check finds wrong (here one key of an index,
+// changed after it was written) fail the import, say so, and leave the
+// file marked: no opener takes it.
+func TestImportChecksThePagesItWrote(t *testing.T) {
+	ctx := context.Background()
+	path := newSQLiteFile(t, 0)
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := rootPage(t, s, "IX_Follows_FollowerId_CreatedAt_FolloweeId")
+	testHookFollowPagesWritten = func() error { return changeFirstKey(path, root) }
+	defer func() { testHookFollowPagesWritten = nil }()
+	_, err = s.ImportGraph(ctx, genFollowGraph(10, 30, 0, 1).graph(), nil)
+	if err == nil || !strings.Contains(err.Error(), "fail SQLite's check") || !strings.Contains(err.Error(), "unfinished import") {
+		t.Fatalf("import whose pages were changed after writing: %v; want the check's refusal", err)
+	}
+	s.Close()
+	if _, err := Open(ctx, path); err == nil || !strings.Contains(err.Error(), "import into this file did not finish") {
+		t.Fatalf("open after the check failed: %v", err)
+	}
+}
+
+// changeFirstKey changes the last byte of the first key in the index
+// leaf page root (an index small enough for one page): the key no longer
+// matches its row.
+func changeFirstKey(path string, root uint32) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var hdr [100]byte
+	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+		return err
+	}
+	size := int64(binary.BigEndian.Uint16(hdr[16:]))
+	pg := make([]byte, size)
+	if _, err := f.ReadAt(pg, int64(root-1)*size); err != nil {
+		return err
+	}
+	if pg[0] != sqlitebtree.PageIndexLeaf {
+		return fmt.Errorf("page %d is of kind %d, not an index leaf", root, pg[0])
+	}
+	cell := int(binary.BigEndian.Uint16(pg[8:]))
+	last := cell + int(pg[cell]) // the payload's size is one byte: the record follows it
+	pg[last] ^= 0x01
+	_, err = f.WriteAt(pg[last:last+1], int64(root-1)*size+int64(last))
+	return err
+}
+
+// importCutShort makes a file whose import stopped after writing its
+// pages, before the mark was cleared.
+func importCutShort(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	path := newSQLiteFile(t, 0)
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	testHookFollowPagesWritten = func() error { return errors.New("stopped") }
+	defer func() { testHookFollowPagesWritten = nil }()
+	if _, err := s.ImportGraph(ctx, genFollowGraph(10, 30, 0, 1).graph(), nil); err == nil {
+		t.Fatal("the import stopped after writing its pages returned no error")
+	}
+	return path
+}
+
+// Every opener refuses a file whose import did not finish, with the same
+// words: Open (the server, migrate, import), even when its quick_check
+// would run out of time before it found the mark, and OpenGraph
+// (export, and copy's source).
+func TestEveryOpenerRefusesAnUnfinishedImport(t *testing.T) {
+	ctx := context.Background()
+	path := importCutShort(t)
+	for name, open := range map[string]func() error{
+		"Open": func() error {
+			s, err := Open(ctx, path)
+			if err == nil {
+				s.Close()
+			}
+			return err
+		},
+		"Open, quick_check out of time": func() error {
+			s, err := Open(ctx, path, WithIntegrityLimit(time.Nanosecond))
+			if err == nil {
+				s.Close()
+			}
+			return err
+		},
+		"OpenGraph": func() error {
+			g, err := OpenGraph(ctx, path)
+			if err == nil {
+				g.Close()
+			}
+			return err
+		},
+	} {
+		var ce *CorruptError
+		if err := open(); !errors.As(err, &ce) || !strings.Contains(err.Error(), unfinishedImport) {
+			t.Errorf("%s of a file whose import did not finish: %v", name, err)
+		}
+	}
+}
+
+// Every import into a new file says how it loaded the follow table, and
+// why when not by writing its pages.
+func TestImportSaysHowItLoadedTheFollowTable(t *testing.T) {
+	ctx := context.Background()
+	g := genFollowGraph(10, 30, 0, 4)
+	for name, c := range map[string]struct {
+		prepare func(t *testing.T, path string) (stop func())
+		want    string
+	}{
+		"new file":        {nil, "writing its pages, then having SQLite check them"},
+		"beside a reader": {func(t *testing.T, path string) func() { return readingFrom(t, path) }, "stays in WAL mode"},
+		"auto_vacuum": {func(t *testing.T, path string) func() {
+			raw, err := sql.Open("sqlite", path)
+			if err == nil {
+				_, err = raw.Exec(`PRAGMA auto_vacuum = FULL; CREATE TABLE x (y); DROP TABLE x`)
+				raw.Close()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return func() {}
+		}, "auto_vacuum is on"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := newSQLiteFile(t, 0)
+			stop := func() {}
+			if c.prepare != nil && name == "auto_vacuum" {
+				c.prepare(t, path)
+			}
+			s, err := Open(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if c.prepare != nil && name != "auto_vacuum" {
+				stop = c.prepare(t, path)
+			}
+			st, err := s.ImportGraph(ctx, g.graph(), nil)
+			stop()
+			if err != nil || !strings.Contains(st.FollowTable, c.want) {
+				t.Errorf("import into a new file (%s): follow table %q, %v; want %q", name, st.FollowTable, err, c.want)
+			}
+		})
 	}
 }

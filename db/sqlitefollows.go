@@ -13,12 +13,14 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"follows/db/sqlitebtree"
 )
 
 // followPages holds the follows of an import into a new SQLite file (no
 // users and no follows before it, see sqliteFreshBulk) in memory, checked,
 // so that after the import's transaction commits, the Follows table and
-// its three indexes are written straight into the file (sqlitefile.go)
+// its three indexes are written straight into the file (sqlitebtree)
 // rather than by SQLite, rows and keys sorted in Go on two cores. What
 // SQLite's constraints would have caught is checked here first: the
 // import's loop checks the users and self-follows as for any import;
@@ -27,7 +29,7 @@ import (
 // after it has: a refused import leaves the empty database.
 type followPages struct {
 	file  *os.File // the database file, see newFollowPages
-	h     sqliteHeader
+	h     sqlitebtree.Header
 	roots followRoots
 	// held are the rows as add holds them, in chunks of heldChunk: grown
 	// as one slice, copying it again and again was 0.85 s of the loading
@@ -95,41 +97,50 @@ var (
 )
 
 // newFollowPages returns where to hold an import's follows for the
-// writer, or nil when the file is not one it writes: an in-memory
+// writer, or nil and why the writer will not write them: an in-memory
 // database, a Follows table other than the migrations' (an adopted
 // database's may differ), or a header it does not write (see
-// readSQLiteHeader); then SQLite loads them.
+// sqlitebtree.ReadHeader); then SQLite loads them. Failing to read what
+// it needs is an error, not a reason.
 //
 // The file is opened here, in the import's transaction, and closed by
 // bulkTx (see freshImport.files) only once the transaction has ended and
 // the pages are written: closing a descriptor drops all of the process's
 // locks on the file (POSIX), SQLite's included.
-func newFollowPages(ctx context.Context, r runner) (*followPages, error) {
+func newFollowPages(ctx context.Context, r runner) (_ *followPages, whyNot string, err error) {
 	m := &followPages{}
 	var path string
-	if err := r.queryRow(ctx, `SELECT file FROM pragma_database_list WHERE name = 'main'`, nil, &path); err != nil || path == "" {
-		return nil, err
+	if err := r.queryRow(ctx, `SELECT file FROM pragma_database_list WHERE name = 'main'`, nil, &path); err != nil {
+		return nil, "", fmt.Errorf("read the database's file name: %w", err)
 	}
-	if ok, err := m.readSchema(ctx, r); !ok || err != nil {
-		return nil, err
+	if path == "" {
+		return nil, "the database is in memory", nil
+	}
+	if whyNot, err := m.readSchema(ctx, r); whyNot != "" || err != nil {
+		return nil, whyNot, err
 	}
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return nil, err
+		return nil, "", fmt.Errorf("open the database file to write pages: %w", err)
 	}
 	r.fresh.files = append(r.fresh.files, f)
-	if m.h, err = readSQLiteHeader(f); err != nil {
-		return nil, nil
+	m.h, err = sqlitebtree.ReadHeader(f)
+	switch {
+	case errors.Is(err, sqlitebtree.ErrUnwritable):
+		return nil, err.Error(), nil
+	case err != nil:
+		return nil, "", fmt.Errorf("read the database file's header: %w", err)
 	}
 	m.file = f
-	return m, nil
+	return m, "", nil
 }
 
-// readSchema reads the root pages of Follows' trees, and says whether
-// its table and indexes are the ones the writer writes.
-func (m *followPages) readSchema(ctx context.Context, r runner) (bool, error) {
+// readSchema reads the root pages of Follows' trees, or says how its
+// table and indexes differ from the ones the writer writes.
+func (m *followPages) readSchema(ctx context.Context, r runner) (whyNot string, err error) {
+	const differs = "the Follows table is not the migrations' (an adopted database's may differ)"
 	var cols []string
-	err := scanRows(ctx, r, `SELECT name || ' ' || upper(type), hidden FROM pragma_table_xinfo('Follows') ORDER BY cid`, func(rs *rows) error {
+	err = scanRows(ctx, r, `SELECT name || ' ' || upper(type), hidden FROM pragma_table_xinfo('Follows') ORDER BY cid`, func(rs *rows) error {
 		var col string
 		var hidden int
 		err := rs.Scan(&col, &hidden)
@@ -139,16 +150,22 @@ func (m *followPages) readSchema(ctx context.Context, r runner) (bool, error) {
 		cols = append(cols, col)
 		return err
 	})
-	if err != nil || !slices.Equal(cols, followsColumns) {
-		return false, err
+	if err != nil {
+		return "", fmt.Errorf("read the Follows table's columns: %w", err)
+	}
+	if !slices.Equal(cols, followsColumns) {
+		return differs, nil
 	}
 	// A rowid table, and no planner statistics (which SQLite's path
 	// would have dropped with the indexes, and the writer would leave
 	// saying the table is empty).
 	var plain int
 	if err := r.queryRow(ctx, `SELECT (SELECT NOT wr FROM pragma_table_list WHERE schema = 'main' AND name = 'Follows')
-  AND NOT EXISTS (SELECT 1 FROM sqlite_schema WHERE name LIKE 'sqlite_stat%')`, nil, &plain); err != nil || plain != 1 {
-		return false, err
+  AND NOT EXISTS (SELECT 1 FROM sqlite_schema WHERE name LIKE 'sqlite_stat%')`, nil, &plain); err != nil {
+		return "", fmt.Errorf("read the Follows table's kind: %w", err)
+	}
+	if plain != 1 {
+		return "Follows is a WITHOUT ROWID table, or the file has planner statistics (ANALYZE), which written pages would leave wrong", nil
 	}
 	roots := map[string]int64{}
 	err = scanRows(ctx, r, `SELECT name, rootpage FROM sqlite_schema WHERE tbl_name = 'Follows' AND type IN ('table', 'index')`, func(rs *rows) error {
@@ -158,12 +175,15 @@ func (m *followPages) readSchema(ctx context.Context, r runner) (bool, error) {
 		roots[name] = root
 		return err
 	})
-	if err != nil || len(roots) != len(followsIndexes)+1 || roots["Follows"] < 2 {
-		return false, err
+	if err != nil {
+		return "", fmt.Errorf("read the Follows trees' root pages: %w", err)
+	}
+	if len(roots) != len(followsIndexes)+1 || roots["Follows"] < 2 {
+		return differs, nil
 	}
 	for name, want := range followsIndexes {
 		if roots[name] < 2 {
-			return false, nil
+			return differs, nil
 		}
 		var keys []string
 		err := scanRows(ctx, r, `SELECT x.name, x.coll = 'BINARY' AND x."desc" = 0 AND NOT l.partial
@@ -178,29 +198,37 @@ WHERE x.key AND l.name = ?1 ORDER BY x.seqno`, func(rs *rows) error {
 			keys = append(keys, col)
 			return err
 		}, name)
-		if err != nil || strings.Join(keys, ",") != want {
-			return false, err
+		if err != nil {
+			return "", fmt.Errorf("read index %s: %w", name, err)
+		}
+		if strings.Join(keys, ",") != want {
+			return differs, nil
 		}
 	}
 	m.roots = followRoots{uint32(roots["Follows"]), uint32(roots["sqlite_autoindex_Follows_1"]),
 		uint32(roots["IX_Follows_FolloweeId_CreatedAt_FollowerId"]), uint32(roots["IX_Follows_FollowerId_CreatedAt_FolloweeId"])}
-	return true, nil
+	return "", nil
 }
 
-// add holds f, or says the writer cannot write it: too many follows, or
-// a time whose text would not be 27 bytes long (years before 0 or after
-// 9999), or a line number past 4 billion.
-func (m *followPages) add(f FollowRow) bool {
+// add holds f, or says why the writer cannot write it: too many follows,
+// or a time whose text would not be 27 bytes long (years before 0 or
+// after 9999), or a line number past 4 billion.
+func (m *followPages) add(f FollowRow) (whyNot string) {
 	sec := f.At.Unix()
-	if m.n >= maxMemFollows || sec < minWrittenTime || sec >= maxWrittenTime || f.Pos.Line < 0 || f.Pos.Line > 1<<32-1 {
-		return false
+	switch {
+	case m.n >= maxMemFollows:
+		return fmt.Sprintf("more than %d follows to hold in memory", maxMemFollows)
+	case sec < minWrittenTime || sec >= maxWrittenTime:
+		return fmt.Sprintf("%s: a time outside years 0 to 9999", f.Pos)
+	case f.Pos.Line < 0 || f.Pos.Line > 1<<32-1:
+		return fmt.Sprintf("%s: a line number past 4 billion", f.Pos)
 	}
 	file := len(m.files) - 1
 	if file < 0 || m.files[file] != f.Pos.File {
 		file = slices.Index(m.files, f.Pos.File)
 		if file < 0 {
 			if len(m.files) == 1<<16 {
-				return false
+				return "follows from more than 65,536 files"
 			}
 			file = len(m.files)
 			m.files = append(m.files, f.Pos.File)
@@ -220,7 +248,7 @@ func (m *followPages) add(f FollowRow) bool {
 	m.n++
 	*last = append(*last, memFollow{f.Follower, f.Followee, sec*ticksPerSecond + int64(f.At.Nanosecond()/100), uint32(f.Pos.Line), uint16(file), flags})
 	m.maxID = max(m.maxID, f.Follower, f.Followee)
-	return true
+	return ""
 }
 
 // len is how many rows are held (none in a nil followPages).
@@ -382,63 +410,97 @@ func (m *followPages) order(group func(*memFollow) int64, within func(a, b *memF
 }
 
 // trees are Follows' four b-trees over the held rows, the slowest first
-// (see writeSQLiteTrees): the (FolloweeId, CreatedAt, FollowerId) index,
-// the table (rowids in the order the rows came, as SQLite's inserts give
-// them), its primary key, and the (FollowerId, CreatedAt, FolloweeId)
-// index.
-func (m *followPages) trees() []*btree {
-	f4 := m.h.format4
-	textLen := len(sqliteTime)
-	byFollowee := &btree{root: m.roots.byFollowee, n: len(m.byFollowee),
-		recordLen: func(j int) int {
-			k := &m.byFollowee[j]
-			return shortRecordLen(f4, textLen, k.owner, k.other, int64(k.row)+1)
-		},
+// (see sqlitebtree.Write): the (FolloweeId, CreatedAt, FollowerId)
+// index, the table (rowids in the order the rows came, as SQLite's
+// inserts give them), its primary key, and the (FollowerId, CreatedAt,
+// FolloweeId) index.
+func (m *followPages) trees() []sqlitebtree.Tree {
+	return []sqlitebtree.Tree{
+		{Root: m.roots.byFollowee, Entries: &followeeIndex{m: m, tt: new(ticksText)}},
+		{Root: m.roots.table, Table: true, Entries: &followsTable{m: m, tt: new(ticksText)}},
+		{Root: m.roots.pk, Entries: pkIndex{m}},
+		{Root: m.roots.byFollower, Entries: &followerIndex{m: m, tt: new(ticksText)}},
 	}
-	var text0 []byte
-	tt0 := new(ticksText)
-	byFollowee.record = func(dst []byte, j int) []byte {
-		k := &m.byFollowee[j]
-		text0 = tt0.append(text0[:0], k.at)
-		return appendShortRecord(dst, f4, 1, text0, k.owner, k.other, int64(k.row)+1)
-	}
-	table := &btree{root: m.roots.table, table: true, n: len(m.rows), rowid: func(i int) int64 { return int64(i) + 1 },
-		recordLen: func(i int) int {
-			r := &m.rows[i]
-			return shortRecordLen(f4, textLen, r.follower, r.followee, int64(r.flags&memMuted), int64(1-(r.flags&memNotificationsOff)>>1))
-		},
-	}
-	var text1 []byte
-	tt1 := new(ticksText)
-	table.record = func(dst []byte, i int) []byte {
-		r := &m.rows[i]
-		text1 = tt1.append(text1[:0], r.at)
-		return appendShortRecord(dst, f4, 2, text1, r.follower, r.followee, int64(r.flags&memMuted), int64(1-(r.flags&memNotificationsOff)>>1))
-	}
-	pk := &btree{root: m.roots.pk, n: len(m.pk),
-		recordLen: func(j int) int {
-			i := m.pk[j]
-			return shortRecordLen(f4, -1, m.rows[i].follower, m.rows[i].followee, int64(i)+1)
-		},
-		record: func(dst []byte, j int) []byte {
-			i := m.pk[j]
-			return appendShortRecord(dst, f4, -1, nil, m.rows[i].follower, m.rows[i].followee, int64(i)+1)
-		},
-	}
-	byFollower := &btree{root: m.roots.byFollower, n: len(m.byFollower),
-		recordLen: func(j int) int {
-			i := m.byFollower[j]
-			return shortRecordLen(f4, textLen, m.rows[i].follower, m.rows[i].followee, int64(i)+1)
-		},
-	}
-	var text2 []byte
-	tt2 := new(ticksText)
-	byFollower.record = func(dst []byte, j int) []byte {
-		i := m.byFollower[j]
-		text2 = tt2.append(text2[:0], m.rows[i].at)
-		return appendShortRecord(dst, f4, 1, text2, m.rows[i].follower, m.rows[i].followee, int64(i)+1)
-	}
-	return []*btree{byFollowee, table, pk, byFollower}
+}
+
+// followsTable is the table's rows: FollowerId, FolloweeId, CreatedAt,
+// Muted, NotificationsEnabled.
+type followsTable struct {
+	m    *followPages
+	tt   *ticksText
+	text []byte
+}
+
+func (t *followsTable) Len() int { return len(t.m.rows) }
+
+func (t *followsTable) RecordLen(i int) int {
+	r := &t.m.rows[i]
+	return sqlitebtree.ShortRecordLen(t.m.h.Format4, len(sqliteTime), r.follower, r.followee, r.muted(), r.notifications())
+}
+
+func (t *followsTable) AppendRecord(dst []byte, i int) []byte {
+	r := &t.m.rows[i]
+	t.text = t.tt.append(t.text[:0], r.at)
+	return sqlitebtree.AppendShortRecord(dst, t.m.h.Format4, 2, t.text, r.follower, r.followee, r.muted(), r.notifications())
+}
+
+func (r *memFollow) muted() int64         { return int64(r.flags & memMuted) }
+func (r *memFollow) notifications() int64 { return int64(1 - (r.flags&memNotificationsOff)>>1) }
+
+// pkIndex is the primary key's keys: FollowerId, FolloweeId, rowid.
+type pkIndex struct{ m *followPages }
+
+func (x pkIndex) Len() int { return len(x.m.pk) }
+
+func (x pkIndex) RecordLen(j int) int {
+	i := x.m.pk[j]
+	return sqlitebtree.ShortRecordLen(x.m.h.Format4, -1, x.m.rows[i].follower, x.m.rows[i].followee, int64(i)+1)
+}
+
+func (x pkIndex) AppendRecord(dst []byte, j int) []byte {
+	i := x.m.pk[j]
+	return sqlitebtree.AppendShortRecord(dst, x.m.h.Format4, -1, nil, x.m.rows[i].follower, x.m.rows[i].followee, int64(i)+1)
+}
+
+// followeeIndex is the keys of (FolloweeId, CreatedAt, FollowerId), rowid.
+type followeeIndex struct {
+	m    *followPages
+	tt   *ticksText
+	text []byte
+}
+
+func (x *followeeIndex) Len() int { return len(x.m.byFollowee) }
+
+func (x *followeeIndex) RecordLen(j int) int {
+	k := &x.m.byFollowee[j]
+	return sqlitebtree.ShortRecordLen(x.m.h.Format4, len(sqliteTime), k.owner, k.other, int64(k.row)+1)
+}
+
+func (x *followeeIndex) AppendRecord(dst []byte, j int) []byte {
+	k := &x.m.byFollowee[j]
+	x.text = x.tt.append(x.text[:0], k.at)
+	return sqlitebtree.AppendShortRecord(dst, x.m.h.Format4, 1, x.text, k.owner, k.other, int64(k.row)+1)
+}
+
+// followerIndex is the keys of (FollowerId, CreatedAt, FolloweeId), rowid.
+type followerIndex struct {
+	m    *followPages
+	tt   *ticksText
+	text []byte
+}
+
+func (x *followerIndex) Len() int { return len(x.m.byFollower) }
+
+func (x *followerIndex) RecordLen(j int) int {
+	r := &x.m.rows[x.m.byFollower[j]]
+	return sqlitebtree.ShortRecordLen(x.m.h.Format4, len(sqliteTime), r.follower, r.followee, int64(x.m.byFollower[j])+1)
+}
+
+func (x *followerIndex) AppendRecord(dst []byte, j int) []byte {
+	i := x.m.byFollower[j]
+	r := &x.m.rows[i]
+	x.text = x.tt.append(x.text[:0], r.at)
+	return sqlitebtree.AppendShortRecord(dst, x.m.h.Format4, 1, x.text, r.follower, r.followee, int64(i)+1)
 }
 
 // ticksText writes CreatedAt texts, as formatSQLiteTime does, from 100
@@ -512,8 +574,9 @@ func civilDate(days int64) [11]byte {
 }
 
 // testHookFollowPagesWritten, when set by a test, runs after the pages
-// are written and before the mark is cleared; an error from it stops
-// the import there, as a process ended at that point would.
+// are written and before they are checked and the mark is cleared; an
+// error from it stops the import there, as a process ended at that point
+// would.
 var testHookFollowPagesWritten func() error
 
 // write writes the held follows' trees into the file, after the import's
@@ -521,33 +584,120 @@ var testHookFollowPagesWritten func() error
 // SQLite's exclusive lock on the file meanwhile: no other connection,
 // in this process or another, reads pages half written. The file is in
 // a rollback-journal mode (sqliteFreshBulk left WAL mode; the header
-// says so, see readSQLiteHeader), so SQLite's connections see the change
-// counter move and drop the pages they held.
+// says so, see sqlitebtree.ReadHeader), so SQLite's connections see the
+// change counter move and drop the pages they held. Then SQLite checks
+// what was written (checkFollowTrees); all of it happens before the
+// file's "import unfinished" mark is cleared, so a file whose pages are
+// wrong, or were never all written, stays refused.
 func (m *followPages) write(ctx context.Context, conn *sql.Conn) error {
 	if _, err := conn.ExecContext(ctx, `BEGIN EXCLUSIVE`); err != nil {
-		return err
+		return fmt.Errorf("lock the file to write the follow table's pages: %w", err)
 	}
 	err := m.writeTrees(m.file)
+	if err != nil {
+		err = fmt.Errorf("write the follow table's pages: %w", err)
+	}
 	if err == nil && testHookFollowPagesWritten != nil {
 		err = testHookFollowPagesWritten()
 	}
 	// Nothing changed through SQLite: COMMIT only lets go of the lock.
-	_, cerr := conn.ExecContext(context.Background(), `COMMIT`)
-	return errors.Join(err, cerr)
+	if _, cerr := conn.ExecContext(context.Background(), `COMMIT`); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("unlock the file after writing pages: %w", cerr))
+	}
+	return err
 }
 
+// checkFollowTrees has SQLite check the follow table's trees, as
+// written, against each other. PRAGMA quick_check restricted to Follows
+// reads every page of the table and its three indexes and checks each
+// page's cells and each tree's order; then each tree is read whole (the
+// indexes through INDEXED BY) into a count and checksums of its entries,
+// which must be the table's: every row's rowid, ids and time (its digits
+// and length) in every index. This is SQLite's integrity_check in two
+// linear passes rather than a lookup per row and index, which cost
+// several times the writer's own time (the figures:
+// docs/decisions/sqlite-page-writer.md). The start-up check cannot stand
+// in for it: quick_check stops at a time limit, and never compares an
+// index with its table.
+func checkFollowTrees(ctx context.Context, conn *sql.Conn) error {
+	fail := func(what string) error {
+		return fmt.Errorf("the follow table's pages as written fail SQLite's check, so the file stays marked as an unfinished import (delete it and import again; please report this): %s", what)
+	}
+	rows, err := conn.QueryContext(ctx, `PRAGMA quick_check(Follows)`)
+	if err != nil {
+		return fmt.Errorf("check the follow table's pages: %w", err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() && len(problems) < 10 {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			return fmt.Errorf("check the follow table's pages: %w", err)
+		}
+		problems = append(problems, p)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("check the follow table's pages: %w", err)
+	}
+	rows.Close()
+	if len(problems) != 1 || problems[0] != "ok" {
+		return fail("quick_check: " + strings.Join(problems, "; "))
+	}
+	var want [3]int64
+	for i, tree := range []string{"NOT INDEXED", "INDEXED BY sqlite_autoindex_Follows_1", "INDEXED BY IX_Follows_FolloweeId_CreatedAt_FollowerId", "INDEXED BY IX_Follows_FollowerId_CreatedAt_FolloweeId"} {
+		sums := followTreeSums
+		if i == 1 { // the primary key holds no time
+			sums = followKeySums
+		}
+		var got [3]int64
+		if err := conn.QueryRowContext(ctx, `SELECT `+sums+` FROM Follows `+tree).Scan(&got[0], &got[1], &got[2]); err != nil {
+			return fmt.Errorf("check the follow table's pages: read Follows %s: %w", tree, err)
+		}
+		switch {
+		case i == 0:
+			want = got
+		case got[0] != want[0] || got[1] != want[1] || (i > 1 && got[2] != want[2]):
+			return fail(fmt.Sprintf("Follows %s has %d entries (checksums %d, %d), the table %d (%d, %d)", tree, got[0], got[1], got[2], want[0], want[1], want[2]))
+		}
+	}
+	return nil
+}
+
+// followKeySums and followTreeSums are a tree's entry count and
+// checksums of its rows' ids and times: each row's term times its rowid
+// (so that values moved between rows show), modulo a prime that keeps
+// every product inside 64 bits and the sums of 50 million rows exact.
+const (
+	followIDsTerm  = `(((FollowerId % 2147483647) * 1000003 + FolloweeId % 2147483647 + 1) % 2147483647)`
+	followTimeTerm = `((CAST(substr(CreatedAt, 1, 4) || substr(CreatedAt, 6, 2) || substr(CreatedAt, 9, 2) || substr(CreatedAt, 12, 2) || substr(CreatedAt, 15, 2) || substr(CreatedAt, 18, 2) AS INTEGER) % 2147483647 * 1000003 + CAST(substr(CreatedAt, 21) AS INTEGER) + length(CreatedAt)) % 2147483647)`
+	followKeySums  = `count(*), coalesce(sum(rowid % 2147483647 * ` + followIDsTerm + ` % 2147483647), 0), 0`
+	followTreeSums = `count(*), coalesce(sum(rowid % 2147483647 * ` + followIDsTerm + ` % 2147483647), 0), coalesce(sum(rowid % 2147483647 * ` + followTimeTerm + ` % 2147483647), 0)`
+)
+
 func (m *followPages) writeTrees(f *os.File) error {
-	h, err := readSQLiteHeader(f)
+	h, err := sqlitebtree.ReadHeader(f)
 	if err != nil {
 		return err
 	}
-	if h.pageSize != m.h.pageSize || h.usable != m.h.usable || h.format4 != m.h.format4 {
+	if h.PageSize != m.h.PageSize || h.Usable != m.h.Usable || h.Format4 != m.h.Format4 {
 		return errors.New("the file's header changed during the import")
 	}
-	if fi, err := f.Stat(); err != nil || fi.Size() < int64(h.pages)*int64(h.pageSize) {
+	if fi, err := f.Stat(); err != nil || fi.Size() < int64(h.Pages)*int64(h.PageSize) {
 		return fmt.Errorf("the file is shorter than its header says (%v)", err)
 	}
-	return writeSQLiteTrees(f, h, m.trees())
+	return sqlitebtree.Write(f, h, m.trees())
+}
+
+// how says how an import into a new file loads its follow table, and
+// why when not by writing pages; "" for any other import.
+func (l *followLoad) how() string {
+	switch {
+	case l.pages != nil:
+		return "writing its pages, then having SQLite check them"
+	case l.whyNotPages != "":
+		return "through SQLite, not by writing its pages: " + l.whyNotPages
+	}
+	return ""
 }
 
 // followAcrossBlock is the refusal of a block, imported from pos, that

@@ -27,6 +27,9 @@ func load(ctx context.Context, store *db.Store, g db.Graph, stdout, stderr io.Wr
 	secs := time.Since(start).Seconds()
 	fmt.Fprintf(stdout, "%s %d users, %d blocks and %d follows in %.1fs (%.0f follows/s; loading %.1fs, indexes and triggers %.1fs, recount %.1fs)\n",
 		did, stats.Users, stats.Blocks, stats.Follows, secs, float64(stats.Follows)/secs, stats.Load.Seconds(), stats.Rebuild.Seconds(), stats.Recount.Seconds())
+	if stats.FollowTable != "" {
+		fmt.Fprintf(stderr, "follow table: %s\n", stats.FollowTable)
+	}
 	fmt.Fprint(stderr, "phases:")
 	for _, p := range stats.Phases {
 		fmt.Fprintf(stderr, " %s %.2fs;", p.Name, p.Took.Seconds())

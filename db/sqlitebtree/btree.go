@@ -1,19 +1,17 @@
-package db
-
-// sqlitefile.go writes b-trees in SQLite's file format
-// (https://www.sqlite.org/fileformat2.html), for the import into a new
-// file (see followPages). Feeding 2.9 million follows to SQLite cost
-// 19 s on this project's 2-core machine, nearly all of it SQLite's own
-// single-threaded work: the table and primary key appends about 3.5 s of
-// CPU, sorting the (FolloweeId, CreatedAt, FollowerId) index about 6 s.
-// Sorted and written here, side by side, the four trees of Follows take
-// about 2.5 s of CPU, 2 to 3 s on two cores (docs/decisions/import-speed.md).
+// Package sqlitebtree writes b-trees in SQLite's file format
+// (https://www.sqlite.org/fileformat2.html): the header fields a writer
+// needs, varints, records, and table and index pages, leaf and interior.
+// The follows store uses it to load a new file's follow table faster
+// than SQLite inserts it (why, and the figures: the decision record
+// docs/decisions/sqlite-page-writer.md). It imports only the standard
+// library, so that the file format can be read, tested and fuzzed on its
+// own.
 //
-// Only what an import into an empty table needs is here: each tree is
+// Only what a load into an empty table needs is here: each tree is
 // built whole, bottom up, its pages full, appended at the end of the
 // file, and its top page written into the root page the schema names.
-// Nothing is read back; SQLite's PRAGMA integrity_check is what checks
-// the result (see the tests).
+// Nothing is read back here; the caller has SQLite check the result.
+package sqlitebtree
 
 import (
 	"bytes"
@@ -21,83 +19,100 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 )
 
-// sqliteHeader is what the writer needs of a database file's header.
-type sqliteHeader struct {
-	pageSize int
-	usable   int    // page size less the reserved bytes at each page's end
-	pages    uint32 // database size in pages
-	counter  uint32 // file change counter
-	format4  bool   // schema format 4: integers 0 and 1 take no bytes
+// Header is what the writer needs of a database file's header.
+type Header struct {
+	PageSize int
+	Usable   int    // page size less the reserved bytes at each page's end
+	Pages    uint32 // database size in pages
+	Counter  uint32 // file change counter
+	Format4  bool   // schema format 4: integers 0 and 1 take no bytes
 }
 
-// lockPage is the page holding byte 1,073,741,824 (SQLite's
-// PENDING_BYTE), which SQLite never uses: the writer skips it.
-func (h sqliteHeader) lockPage() uint32 { return uint32(0x40000000/h.pageSize) + 1 }
+// ErrUnwritable is wrapped by ReadHeader's errors that say why a file is
+// not one the writer appends to, as against failing to read it.
+var ErrUnwritable = errors.New("not a file the page writer appends to")
 
-// readSQLiteHeader reads and checks f's header: a file the writer can
+// LockPage is the page holding byte 1,073,741,824 (SQLite's
+// PENDING_BYTE), which SQLite never uses: the writer skips it.
+func (h Header) LockPage() uint32 { return uint32(0x40000000/h.PageSize) + 1 }
+
+// ReadHeader reads and checks f's header: a file the writer can
 // append to is UTF-8, without auto-vacuum (whose pointer map pages the
 // writer does not keep) and in a rollback-journal mode (file format
 // versions 1: in WAL mode, readers would take pages from the log).
-func readSQLiteHeader(f io.ReaderAt) (sqliteHeader, error) {
+func ReadHeader(f io.ReaderAt) (Header, error) {
 	var b [100]byte
 	if _, err := f.ReadAt(b[:], 0); err != nil {
-		return sqliteHeader{}, fmt.Errorf("read the header: %w", err)
+		return Header{}, fmt.Errorf("read the header: %w", err)
 	}
-	var h sqliteHeader
+	var h Header
 	be := binary.BigEndian
-	h.pageSize = int(be.Uint16(b[16:]))
-	if h.pageSize == 1 {
-		h.pageSize = 65536
+	h.PageSize = int(be.Uint16(b[16:]))
+	if h.PageSize == 1 {
+		h.PageSize = 65536
 	}
-	h.usable = h.pageSize - int(b[20])
-	h.counter = be.Uint32(b[24:])
-	h.pages = be.Uint32(b[28:])
+	h.Usable = h.PageSize - int(b[20])
+	h.Counter = be.Uint32(b[24:])
+	h.Pages = be.Uint32(b[28:])
 	format := be.Uint32(b[44:])
-	h.format4 = format >= 4
-	switch {
-	case !bytes.Equal(b[:16], []byte("SQLite format 3\x00")):
-		return h, errors.New("not a SQLite database")
-	case h.pageSize < 512 || h.pageSize&(h.pageSize-1) != 0 || h.usable < 480:
-		return h, fmt.Errorf("page size %d, usable %d", h.pageSize, h.usable)
-	case b[18] != 1 || b[19] != 1:
-		return h, fmt.Errorf("file format versions %d, %d: not in a rollback-journal mode", b[18], b[19])
-	case be.Uint32(b[52:]) != 0:
-		return h, errors.New("auto_vacuum is on")
-	case be.Uint32(b[56:]) != 1:
-		return h, errors.New("the text encoding is not UTF-8")
-	case format < 1 || format > 4:
-		return h, fmt.Errorf("schema format %d", format)
-	case h.pages == 0 || h.counter != be.Uint32(b[92:]):
-		return h, errors.New("the header's database size is not valid")
+	h.Format4 = format >= 4
+	if why := h.unwritable(b[:], format); why != "" {
+		return h, fmt.Errorf("%w: %s", ErrUnwritable, why)
 	}
 	return h, nil
 }
 
-// btree is a b-tree to write: an index's keys or a table's rows, in
-// order, and the page its root is to be written into.
-type btree struct {
-	root uint32
-	// table is a rowid table's tree, whose entries are rows; otherwise
-	// an index's, whose entries are keys.
-	table bool
-	n     int
-	// recordLen is entry i's record's size; record appends it to dst.
-	recordLen func(i int) int
-	record    func(dst []byte, i int) []byte
-	// rowid is a table row's rowid (tables only).
-	rowid func(i int) int64
+// unwritable says what in a header the writer does not write beside, or
+// "" when nothing.
+func (h Header) unwritable(b []byte, format uint32) string {
+	be := binary.BigEndian
+	switch {
+	case !bytes.Equal(b[:16], []byte("SQLite format 3\x00")):
+		return "not a SQLite database"
+	case h.PageSize < 512 || h.PageSize&(h.PageSize-1) != 0 || h.PageSize > 65536 || h.Usable < 480:
+		return fmt.Sprintf("page size %d with %d usable bytes", h.PageSize, h.Usable)
+	case b[18] != 1 || b[19] != 1:
+		return fmt.Sprintf("file format versions %d, %d: not in a rollback-journal mode", b[18], b[19])
+	case be.Uint32(b[52:]) != 0:
+		return "auto_vacuum is on"
+	case be.Uint32(b[56:]) != 1:
+		return "the text encoding is not UTF-8"
+	case format < 1 || format > 4:
+		return fmt.Sprintf("schema format %d", format)
+	case h.Pages == 0 || h.Counter != be.Uint32(b[92:]):
+		return "the header's database size is not valid"
+	}
+	return ""
 }
+
+// Entries are a b-tree's entries in order: an index's keys or a table's
+// rows, each a record (see AppendShortRecord).
+type Entries interface {
+	Len() int
+	// RecordLen is entry i's record's size, which AppendRecord appends.
+	RecordLen(i int) int
+	AppendRecord(dst []byte, i int) []byte
+}
+
+// Tree is a b-tree to write: its entries, and the page its root is to
+// be written into. A table's rows get the rowids 1 to Len, in order.
+type Tree struct {
+	Root    uint32
+	Table   bool // a rowid table's tree; otherwise an index's
+	Entries Entries
+}
+
+func rowid(i int) int64 { return int64(i) + 1 }
 
 // The kinds of b-tree page, the first byte of each.
 const (
-	pageIndexInterior = 0x02
-	pageTableInterior = 0x05
-	pageIndexLeaf     = 0x0a
-	pageTableLeaf     = 0x0d
+	PageIndexInterior = 0x02
+	PageTableInterior = 0x05
+	PageIndexLeaf     = 0x0a
+	PageTableLeaf     = 0x0d
 )
 
 // treeLevel is one level of a planned tree, leaves first. Its cells are
@@ -165,8 +180,8 @@ func pack(n int, size func(int) int, room int, promote bool) []int {
 	}
 }
 
-// varintLen is the length of v as a SQLite varint.
-func varintLen(v uint64) int {
+// VarintLen is the length of v as a SQLite varint.
+func VarintLen(v uint64) int {
 	if v > 0x00ffffffffffffff {
 		return 9
 	}
@@ -178,9 +193,9 @@ func varintLen(v uint64) int {
 	return n
 }
 
-// appendVarint appends v as a SQLite varint: big-endian 7-bit groups, the
+// AppendVarint appends v as a SQLite varint: big-endian 7-bit groups, the
 // high bit set on all but the last; a ninth byte carries 8 bits.
-func appendVarint(dst []byte, v uint64) []byte {
+func AppendVarint(dst []byte, v uint64) []byte {
 	if v <= 0x7f {
 		return append(dst, byte(v))
 	}
@@ -194,7 +209,7 @@ func appendVarint(dst []byte, v uint64) []byte {
 		}
 		return append(dst, b[:]...)
 	}
-	n := varintLen(v)
+	n := VarintLen(v)
 	for i := n - 1; i >= 0; i-- {
 		b[i] = byte(v&0x7f) | 0x80
 		v >>= 7
@@ -203,10 +218,10 @@ func appendVarint(dst []byte, v uint64) []byte {
 	return append(dst, b[:n]...)
 }
 
-// intSerial is an integer's serial type in a record, and its content's
+// IntSerial is an integer's serial type in a record, and its content's
 // size, as SQLite chooses them: the smallest that holds it, and from
 // schema format 4, 0 and 1 in no bytes (types 8 and 9).
-func intSerial(v int64, format4 bool) (byte, int) {
+func IntSerial(v int64, format4 bool) (byte, int) {
 	u := uint64(v)
 	if v < 0 {
 		u = ^u
@@ -230,23 +245,23 @@ func intSerial(v int64, format4 bool) (byte, int) {
 }
 
 // A short record is a record of at most 7 integer columns and at most
-// one TEXT (at column textAt, -1 for none) of at most 57 bytes
-// (CreatedAt's are 27): every serial type (TEXT's is 2n+13), and the
-// header's size, is one byte, which is what makes these two quick. Each
-// follow's record is one.
-func shortRecordLen(format4 bool, textLen int, ints ...int64) int {
+// one TEXT (at column textAt, -1 for none) of at most 57 bytes: every
+// serial type (TEXT's is 2n+13), and the header's size, is one byte,
+// which is what makes these two quick. ShortRecordLen is the size of the
+// record AppendShortRecord appends; format4 is the header's Format4.
+func ShortRecordLen(format4 bool, textLen int, ints ...int64) int {
 	n := 1 + len(ints)
 	if textLen >= 0 {
 		n += 1 + textLen
 	}
 	for _, v := range ints {
-		_, size := intSerial(v, format4)
+		_, size := IntSerial(v, format4)
 		n += size
 	}
 	return n
 }
 
-func appendShortRecord(dst []byte, format4 bool, textAt int, text []byte, ints ...int64) []byte {
+func AppendShortRecord(dst []byte, format4 bool, textAt int, text []byte, ints ...int64) []byte {
 	cols := len(ints)
 	if textAt >= 0 {
 		cols++
@@ -258,7 +273,7 @@ func appendShortRecord(dst []byte, format4 bool, textAt int, text []byte, ints .
 			dst = append(dst, byte(2*len(text)+13))
 			continue
 		}
-		t, n := intSerial(ints[k], format4)
+		t, n := IntSerial(ints[k], format4)
 		dst = append(dst, t)
 		sizes[k] = n
 		k++
@@ -290,42 +305,42 @@ func appendShortRecord(dst []byte, format4 bool, textAt int, text []byte, ints .
 
 // treePlan is a tree's levels and its page count (its root apart).
 type treePlan struct {
-	t      *btree
+	t      Tree
 	levels []treeLevel
 	pages  int
 }
 
 // maxLocal is the largest payload a cell keeps on its page; a larger one
 // would spill into overflow pages, which the writer does not make.
-func (h sqliteHeader) maxLocal(table bool) int {
+func (h Header) maxLocal(table bool) int {
 	if table {
-		return h.usable - 35
+		return h.Usable - 35
 	}
-	return (h.usable-12)*64/255 - 23
+	return (h.Usable-12)*64/255 - 23
 }
 
 // plan lays out t's levels from the sizes of its cells alone, so that its
 // page count is known before any page is written.
-func (h sqliteHeader) plan(t *btree) (*treePlan, error) {
+func (h Header) plan(t Tree) (*treePlan, error) {
 	p := &treePlan{t: t}
 	leafCell := func(i int) int { // with its pointer
-		n := t.recordLen(i)
-		if t.table {
-			return varintLen(uint64(n)) + varintLen(uint64(t.rowid(i))) + n + 2
+		n := t.Entries.RecordLen(i)
+		if t.Table {
+			return VarintLen(uint64(n)) + VarintLen(uint64(rowid(i))) + n + 2
 		}
-		return varintLen(uint64(n)) + n + 2
+		return VarintLen(uint64(n)) + n + 2
 	}
 	innerCell := func(c treeCell) int {
-		if t.table {
-			return 4 + varintLen(uint64(t.rowid(c.entry))) + 2
+		if t.Table {
+			return 4 + VarintLen(uint64(rowid(c.entry))) + 2
 		}
-		n := t.recordLen(c.entry)
-		return 4 + varintLen(uint64(n)) + n + 2
+		n := t.Entries.RecordLen(c.entry)
+		return 4 + VarintLen(uint64(n)) + n + 2
 	}
 	// Every cell must fit a page whole (no overflow pages), and three to
 	// a page, interior ones too (4 bytes more), so that no page of pack's
 	// is empty.
-	maxCell := min(h.maxLocal(t.table), (h.usable-12)/3-4)
+	maxCell := min(h.maxLocal(t.Table), (h.Usable-12)/3-4)
 	big := -1
 	leaf := func(i int) int {
 		n := leafCell(i)
@@ -334,9 +349,9 @@ func (h sqliteHeader) plan(t *btree) (*treePlan, error) {
 		}
 		return n
 	}
-	lv := treeLevel{ends: pack(t.n, leaf, h.usable-8, !t.table), promote: !t.table}
+	lv := treeLevel{ends: pack(t.Entries.Len(), leaf, h.Usable-8, !t.Table), promote: !t.Table}
 	if big >= 0 {
-		return nil, fmt.Errorf("entry %d of tree %d is %d bytes: too large for pages of %d", big, t.root, t.recordLen(big), h.usable)
+		return nil, fmt.Errorf("entry %d of tree %d is %d bytes: too large for pages of %d", big, t.Root, t.Entries.RecordLen(big), h.Usable)
 	}
 	for {
 		if len(lv.ends) == 1 {
@@ -352,7 +367,7 @@ func (h sqliteHeader) plan(t *btree) (*treePlan, error) {
 		for k := range len(lv.ends) - 1 {
 			c := treeCell{child: lv.first + k}
 			switch {
-			case lv.cells == nil && t.table:
+			case lv.cells == nil && t.Table:
 				c.entry = lv.ends[k] - 1 // the leaf's highest rowid
 			case lv.cells == nil:
 				c.entry = lv.ends[k] // the promoted key
@@ -362,7 +377,7 @@ func (h sqliteHeader) plan(t *btree) (*treePlan, error) {
 			cells = append(cells, c)
 		}
 		up := treeLevel{cells: cells, final: lv.first + len(lv.ends) - 1, promote: true}
-		up.ends = pack(len(cells), func(i int) int { return innerCell(cells[i]) }, h.usable-12, true)
+		up.ends = pack(len(cells), func(i int) int { return innerCell(cells[i]) }, h.Usable-12, true)
 		lv = up
 	}
 }
@@ -371,7 +386,7 @@ func (h sqliteHeader) plan(t *btree) (*treePlan, error) {
 // first+base on (the lock page skipped), in runs of consecutive pages.
 type pageWriter struct {
 	f     io.WriterAt
-	h     sqliteHeader
+	h     Header
 	first uint32 // the file's first new page
 	base  int    // the tree's first slot among the new pages
 	buf   []byte
@@ -383,7 +398,7 @@ type pageWriter struct {
 // pageNo is the page number of a new page, by its slot.
 func (w *pageWriter) pageNo(slot int) uint32 {
 	p := w.first + uint32(slot)
-	if lock := w.h.lockPage(); w.first <= lock && p >= lock {
+	if lock := w.h.LockPage(); w.first <= lock && p >= lock {
 		p++
 	}
 	return p
@@ -393,14 +408,14 @@ func (w *pageWriter) flush() error {
 	if len(w.buf) == 0 {
 		return nil
 	}
-	_, err := w.f.WriteAt(w.buf, int64(w.at-1)*int64(w.h.pageSize))
+	_, err := w.f.WriteAt(w.buf, int64(w.at-1)*int64(w.h.PageSize))
 	w.buf = w.buf[:0]
 	return err
 }
 
 // put writes a page made of w.cells (at the offsets w.ptrs) as page pgno.
 func (w *pageWriter) put(pgno uint32, kind byte, right uint32) error {
-	if len(w.buf) > 0 && (pgno != w.at+uint32(len(w.buf)/w.h.pageSize) || len(w.buf) >= 1<<20) {
+	if len(w.buf) > 0 && (pgno != w.at+uint32(len(w.buf)/w.h.PageSize) || len(w.buf) >= 1<<20) {
 		if err := w.flush(); err != nil {
 			return err
 		}
@@ -409,14 +424,14 @@ func (w *pageWriter) put(pgno uint32, kind byte, right uint32) error {
 		w.at = pgno
 	}
 	off := len(w.buf)
-	w.buf = append(w.buf, make([]byte, w.h.pageSize)...)
-	pg := w.buf[off : off+w.h.pageSize]
+	w.buf = append(w.buf, make([]byte, w.h.PageSize)...)
+	pg := w.buf[off : off+w.h.PageSize]
 	hdr := 8
-	if kind == pageIndexInterior || kind == pageTableInterior {
+	if kind == PageIndexInterior || kind == PageTableInterior {
 		hdr = 12
 		binary.BigEndian.PutUint32(pg[8:], right)
 	}
-	content := w.h.usable - len(w.cells)
+	content := w.h.Usable - len(w.cells)
 	pg[0] = kind
 	binary.BigEndian.PutUint16(pg[3:], uint16(len(w.ptrs)))
 	binary.BigEndian.PutUint16(pg[5:], uint16(content)) // 65536 is written 0, as the format says
@@ -434,7 +449,7 @@ func (w *pageWriter) write(p *treePlan) error {
 	t := p.t
 	pageOf := func(level, k int) uint32 {
 		if level == len(p.levels)-1 {
-			return t.root
+			return t.Root
 		}
 		return w.pageNo(w.base + p.levels[level].first + k)
 	}
@@ -450,20 +465,20 @@ func (w *pageWriter) write(p *treePlan) error {
 					w.cells = binary.BigEndian.AppendUint32(w.cells, w.pageNo(w.base+cell.child))
 					e = cell.entry
 				}
-				if t.table && lv.cells != nil {
-					w.cells = appendVarint(w.cells, uint64(t.rowid(e)))
+				if t.Table && lv.cells != nil {
+					w.cells = AppendVarint(w.cells, uint64(rowid(e)))
 					continue
 				}
 				// A leaf's cell, or an index's interior cell after its child:
 				// the payload's size, a table row's rowid, the record.
-				rec = t.record(rec[:0], e)
-				w.cells = appendVarint(w.cells, uint64(len(rec)))
-				if t.table {
-					w.cells = appendVarint(w.cells, uint64(t.rowid(e)))
+				rec = t.Entries.AppendRecord(rec[:0], e)
+				w.cells = AppendVarint(w.cells, uint64(len(rec)))
+				if t.Table {
+					w.cells = AppendVarint(w.cells, uint64(rowid(e)))
 				}
 				w.cells = append(w.cells, rec...)
 			}
-			kind, right := byte(pageIndexLeaf), uint32(0)
+			kind, right := byte(PageIndexLeaf), uint32(0)
 			switch {
 			case lv.cells != nil && k == len(lv.ends)-1:
 				right = w.pageNo(w.base + lv.final)
@@ -471,12 +486,12 @@ func (w *pageWriter) write(p *treePlan) error {
 				right = w.pageNo(w.base + lv.cells[lv.ends[k]].child)
 			}
 			switch {
-			case lv.cells != nil && t.table:
-				kind = pageTableInterior
+			case lv.cells != nil && t.Table:
+				kind = PageTableInterior
 			case lv.cells != nil:
-				kind = pageIndexInterior
-			case t.table:
-				kind = pageTableLeaf
+				kind = PageIndexInterior
+			case t.Table:
+				kind = PageTableLeaf
 			}
 			if err := w.put(pageOf(li, k), kind, right); err != nil {
 				return err
@@ -486,18 +501,24 @@ func (w *pageWriter) write(p *treePlan) error {
 	return w.flush()
 }
 
-// writeSQLiteTrees writes trees into the database file f, whose header is
+// File is the database file the trees are written into.
+type File interface {
+	io.WriterAt
+	Sync() error
+}
+
+// Write writes trees into the database file f, whose header is
 // h, each into its own root page (an empty tree's, which the writer
 // overwrites) and new pages appended to the file; then the header's page
 // count and change counter, which makes SQLite's connections drop the
 // pages they hold; then syncs the file. The trees are built side by
 // side, one goroutine each. The caller holds SQLite's exclusive lock on
-// the file, in a rollback-journal mode (see readSQLiteHeader).
-func writeSQLiteTrees(f *os.File, h sqliteHeader, trees []*btree) error {
+// the file, in a rollback-journal mode (see ReadHeader).
+func Write(f File, h Header, trees []Tree) error {
 	// Each tree's pages follow the earlier trees': a tree is planned, then
 	// written as soon as the trees before it are planned. The first, which
 	// the caller makes the slowest, waits for none.
-	first := h.pages + 1
+	first := h.Pages + 1
 	bases := make([]chan int, len(trees)+1)
 	for i := range bases {
 		bases[i] = make(chan int, 1)
@@ -525,7 +546,7 @@ func writeSQLiteTrees(f *os.File, h sqliteHeader, trees []*btree) error {
 	}
 	// The header last: the new size, and the change counter with the
 	// version-valid-for number that says the size is current.
-	pages := h.pages
+	pages := h.Pages
 	if slots > 0 {
 		pages = (&pageWriter{h: h, first: first}).pageNo(slots - 1)
 	}
@@ -533,7 +554,7 @@ func writeSQLiteTrees(f *os.File, h sqliteHeader, trees []*btree) error {
 	for _, field := range []struct {
 		at int64
 		v  uint32
-	}{{28, pages}, {24, h.counter + 1}, {92, h.counter + 1}} {
+	}{{28, pages}, {24, h.Counter + 1}, {92, h.Counter + 1}} {
 		binary.BigEndian.PutUint32(b[:], field.v)
 		if _, err := f.WriteAt(b[:], field.at); err != nil {
 			return err
