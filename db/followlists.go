@@ -1,6 +1,10 @@
 package db
 
 import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -16,7 +20,8 @@ import (
 // read: reading a version is one seek where reading a list walks its
 // index entries, most of a suggestions call's cost
 // (docs/decisions/suggestion-list-cache.md). Lists are never changed once
-// held.
+// held. The store keeps one only where those triggers are as the
+// migrations made them (see startFollowLists).
 type followLists struct {
 	mu    sync.Mutex
 	lru   *simplelru.LRU[int64, followList]
@@ -24,7 +29,7 @@ type followLists struct {
 	limit int
 
 	// hits and misses count the lists get was asked for: held at the
-	// version asked, or not (for /metrics).
+	// version asked, or not (for /metrics, see Store.SuggestionListCounts).
 	hits, misses atomic.Uint64
 }
 
@@ -95,4 +100,67 @@ func (l *followLists) put(id, version int64, ids []int64) {
 	}
 	l.lru.Add(id, followList{version: version, ids: ids})
 	l.held += listCost(ids)
+}
+
+// WithSuggestionCache turns the suggestion list cache on (the default) or
+// off. Off, suggestions read every list they need from the database, as
+// they do where the cache's triggers are missing, and the triggers are
+// not checked: the switch for an operator who would rather not trust a
+// database other programs change the schema of.
+func WithSuggestionCache(on bool) Option {
+	return func(s *Store) { s.listsOff = !on }
+}
+
+// WithLogger has the store log what it decides at Open that an operator
+// should know (whether the suggestion list cache is on, and why not) to
+// log rather than slog.Default.
+func WithLogger(log *slog.Logger) Option {
+	return func(s *Store) { s.log = log }
+}
+
+// SuggestionListCounts says how many of the lists suggestions needed were
+// held at their version (hits) and how many were read from the database
+// (misses) since Open; on is false where the store keeps no lists (a
+// dialect that ranks suggestions in SQL, the cache switched off, or its
+// triggers missing), and the counts are then zero.
+func (s *Store) SuggestionListCounts() (hits, misses uint64, on bool) {
+	if s.lists == nil {
+		return 0, 0, false
+	}
+	return s.lists.hits.Load(), s.lists.misses.Load(), true
+}
+
+// startFollowLists gives the store its list cache, after the migrations,
+// where suggestions use one: unless switched off, and only if the
+// triggers that keep the versions are those the migrations made. An app
+// sharing the file can drop them (EF Core rebuilds a table it cannot
+// ALTER, dropping the triggers its model does not create), and the lists
+// held would then outlive the follows they were read from; without the
+// cache every suggestion reads its lists, and is right either way. The
+// log says once which it is, and how to restore the triggers.
+func (s *Store) startFollowLists(ctx context.Context) error {
+	if s.d.suggestionFollowees == nil {
+		return nil // suggestions are ranked in SQL: nothing to keep
+	}
+	log := s.log
+	if log == nil {
+		log = slog.Default()
+	}
+	if s.listsOff {
+		log.Info("suggestion list cache off", "reason", "switched off")
+		return nil
+	}
+	faults, restore, err := sqliteFollowVersionFaults(ctx, s.db)
+	if err != nil {
+		return fmt.Errorf("check the follow version triggers: %w", err)
+	}
+	if len(faults) > 0 {
+		log.Warn("suggestion list cache off: suggestions read every list from the database",
+			"reason", strings.Join(faults, "; "),
+			"restore", "recreate the triggers as the migrations define them (follows schema -dialect sqlite prints them), then restart",
+			"statements", strings.Join(restore, " "))
+		return nil
+	}
+	s.lists = newFollowLists(followListsIDs)
+	return nil
 }
