@@ -94,6 +94,7 @@ func TestPersistedQueries(t *testing.T) {
 // /metrics counts the lists suggestions needed: read from the database
 // the first time (misses), held the second (hits).
 func TestSuggestionListMetrics(t *testing.T) {
+	t.Parallel()
 	s := apitest.Start(t)
 	alice := s.Sample()["alice"] // follows bob and carol, whose lists suggestions read
 	counts := func() (hits, misses string) {

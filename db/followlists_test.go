@@ -28,6 +28,7 @@ func followVersion(t *testing.T, s *Store, id int64) int64 {
 // turning its notifications off, through the store or by an app's own
 // UPDATE, leaves the lists suggestions hold valid.
 func TestFollowVersionsOnlyForListColumns(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, err := Open(ctx, filepath.Join(t.TempDir(), "follows.db"))
 	if err != nil {
@@ -133,12 +134,14 @@ ORDER BY (u.Id * 7919 + ?2) % 101 LIMIT 1`, f, i*3+j)
 // restore it: suggestions then stay right through writes that move no
 // version. Restored as the log says, the next start has the cache on.
 func TestSuggestionListCacheNeedsItsTriggers(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ name, change string }{
 		{"dropped", `DROP TRIGGER "TR_Follows_Insert_Version"`},
 		{"replaced", `DROP TRIGGER "TR_Follows_Insert_Version";
 CREATE TRIGGER "TR_Follows_Insert_Version" AFTER INSERT ON "Follows" BEGIN SELECT 1; END`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			path := filepath.Join(t.TempDir(), "follows.db")
 			app, _ := openLogged(t, path)
@@ -180,6 +183,7 @@ CREATE TRIGGER "TR_Follows_Insert_Version" AFTER INSERT ON "Follows" BEGIN SELEC
 // (one statement more than a call whose lists are held), hold none, and
 // do not ask for the triggers; on, the default, a second call reads none.
 func TestSuggestionCacheSwitch(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "follows.db")
 	s, _ := openLogged(t, path)
