@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -93,8 +94,11 @@ type Store struct {
 	connStr string
 	feed    feed
 	// lists are the users' newest follows that suggestions read, by
-	// version (see followLists).
-	lists *followLists
+	// version (see followLists); nil where none are kept (see
+	// startFollowLists).
+	lists    *followLists
+	listsOff bool         // WithSuggestionCache(false)
+	log      *slog.Logger // WithLogger
 }
 
 // Option sets up a Store as Open makes it.
@@ -150,7 +154,7 @@ func open(ctx context.Context, d *dialect, dsn, connStr string, opts []Option) (
 		}
 	}()
 	d.configure(sqlDB)
-	s := &Store{db: sqlDB, d: d, Adopted: adopted, connStr: connStr, lists: newFollowLists(followListsIDs)}
+	s := &Store{db: sqlDB, d: d, Adopted: adopted, connStr: connStr}
 	for _, opt := range opts {
 		opt(s)
 	}
@@ -163,6 +167,9 @@ func open(ctx context.Context, d *dialect, dsn, connStr string, opts []Option) (
 		}
 	}
 	if err := s.migrate(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.startFollowLists(ctx); err != nil {
 		return nil, err
 	}
 	// Prepared now, while no transaction holds a connection: a

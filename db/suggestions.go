@@ -349,7 +349,8 @@ func (s *Store) rankUsers(ctx context.Context, qs []SuggestionQuery, ts []*tally
 // readFollowLists adds to each tally's via the newest follows of its
 // followees: from s.lists where it holds them at the version just read,
 // and otherwise from one statement for all the batch's others, whose
-// lists s.lists then keeps.
+// lists s.lists then keeps. Where the store keeps no lists (s.lists nil:
+// see startFollowLists), every list comes from that statement.
 func (s *Store) readFollowLists(ctx context.Context, ts []*tally) error {
 	var missing []int64
 	for _, t := range ts {

@@ -430,7 +430,8 @@ WHERE rowid = (SELECT rowid FROM Follows WHERE FollowerId = ? ORDER BY CreatedAt
 }
 
 // followLists keeps under its bound, counting each list's entry as well
-// as its ids, and never trades a list for an older one.
+// as its ids, drops the least recently used list first, and never trades
+// a list for an older one.
 func TestFollowListsBound(t *testing.T) {
 	l := newFollowLists(100)
 	for id := range int64(50) {
@@ -439,8 +440,22 @@ func TestFollowListsBound(t *testing.T) {
 			t.Fatalf("after %d lists of one id, %d held against a bound of 100", id+1, l.held)
 		}
 	}
-	if n := len(l.lists); n != 100/listCost([]int64{0}) {
-		t.Errorf("%d one-id lists held under a bound of 100, want %d", n, 100/listCost([]int64{0}))
+	fit := 100 / listCost([]int64{0})
+	if n := l.lru.Len(); n != fit {
+		t.Errorf("%d one-id lists held under a bound of 100, want %d", n, fit)
+	}
+	// The last fit put are held; the oldest of them, read now, is the
+	// most recently used, so the next put drops the one after it.
+	oldest := int64(50 - fit)
+	if _, ok := l.get(oldest, 1); !ok {
+		t.Fatalf("list %d, among the last %d put, is not held", oldest, fit)
+	}
+	l.put(50, 1, []int64{50})
+	if _, ok := l.get(oldest, 1); !ok {
+		t.Errorf("list %d, just read, was dropped to make room", oldest)
+	}
+	if _, ok := l.get(oldest+1, 1); ok {
+		t.Errorf("list %d, the least recently used, is still held", oldest+1)
 	}
 	l.put(7, 3, []int64{1, 2})
 	l.put(7, 2, []int64{3})
