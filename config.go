@@ -140,10 +140,11 @@ func (s *signing) flags(fs *flagSet) {
 type server struct {
 	signing
 	addr              string
-	demo, debug       bool
+	demo              bool
 	checkCounts       bool // deprecated: the check-counts subcommand
 	logFormat         string
 	metricsOperations string // see api.NewMetrics
+	suggestionCache   bool   // see db.WithSuggestionCache
 
 	api    api.Config // the handler's, its streams' (api.StreamConfig) included
 	conns  api.ServerConfig
@@ -156,12 +157,14 @@ func (s *server) flags(fs *flagSet) {
 	s.addr, s.logFormat = ":8080", "text"
 	s.api, s.conns, s.events = api.DefaultConfig(), api.DefaultServerConfig(), db.DefaultEventsConfig()
 	s.oidc = auth.OIDCConfig{UserClaim: "sub", NameClaim: "preferred_username"}
+	s.suggestionCache = true
 	fs.StringVar(&s.addr, "addr", s.addr, "address to listen on")
 	fs.BoolVar(&s.demo, "demo", s.demo, "load the sample graph (alice, bob, carol, dave) into an empty database")
 	fs.BoolVar(&s.checkCounts, "check-counts", s.checkCounts, "deprecated: use the check-counts subcommand, which does the same")
 	fs.BoolVar(&s.api.Debug, "debug", s.api.Debug, "add extensions.debug (SQL statement count and time) to every response, and /debug/pprof; for development only")
 	fs.Var(choice{&s.logFormat, []string{"text", "json"}}, "log-format", "`format` the server writes its log in (log/slog): text or json")
 	fs.StringVar(&s.metricsOperations, "metrics-operations", s.metricsOperations, "comma-separated operation names /metrics labels, every other counted as other; none: the first 200 names of accepted operations")
+	fs.BoolVar(&s.suggestionCache, "suggestion-cache", s.suggestionCache, "keep users' newest follows in memory for suggestions (SQLite); off, every suggestion reads its lists from the database. The cache is also off, with a warning at start, when its triggers on Follows are missing or changed")
 	limitFlags(fs, &s.api)
 	connectionFlags(fs, &s.api, &s.conns)
 	oidcFlags(fs, &s.oidc)
