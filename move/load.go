@@ -111,6 +111,6 @@ func inBackground[T any](seq iter.Seq2[T, error]) (_ iter.Seq2[T, error], stop f
 }
 
 // backgroundBatches is how far ahead inBackground reads, in batches of
-// 1,024 items: for follows (about 100 bytes each), 25 MB, half a second
-// of parsing, about what loading the harness's 100,000 users takes.
+// 1,024 items: about as much parsing as loading the users takes, so the
+// follows are ready when the users are in (docs/decisions/import-speed.md).
 const backgroundBatches = 256

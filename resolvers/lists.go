@@ -61,9 +61,9 @@ const maxFirst = 100
 
 // suggestionsWork is what a suggestions call costs besides its items. It
 // reads up to db.SuggestionVia × db.SuggestionsPerVia follows (10,000),
-// some 40 ms of SQL at worst, where a page of 100 followers reads 100 rows
-// and costs about 100: at one per ten rows it is 1,000, so that four calls
-// fit the default -max-complexity of 5,000 and five do not.
+// where a page of 100 followers reads 100 rows and costs about 100: at one
+// per ten rows it is 1,000, so that four calls fit the default
+// -max-complexity of 5,000 and five do not (docs/decisions/suggestion-bounds.md).
 const suggestionsWork = db.SuggestionVia * db.SuggestionsPerVia / 10
 
 // listField is what the table says of a list field, whatever its items.
