@@ -119,15 +119,15 @@ func PlanAdoption(ctx context.Context, dsn string) (Plan, error) {
 // sqliteRebuildFollows; the keys are checked whole before the commit).
 // On this server's own database it does nothing when commit is set: goose
 // applies what is pending.
-func adoptAndMigrate(ctx context.Context, d *dialect, dsn, connStr string, commit bool) (Plan, error) {
-	if d.name == "sqlite" {
+func adoptAndMigrate(ctx context.Context, d dialect, dsn, connStr string, commit bool) (Plan, error) {
+	if d.name() == "sqlite" {
 		p := sqlitePath(dsn)
 		if fi, err := os.Stat(p); errors.Is(err, os.ErrNotExist) || (err == nil && fi.Size() == 0) {
 			return Plan{Shape: ShapeNew}, nil
 		}
 		connStr = adoptionSQLiteDSN(dsn)
 	}
-	sqlDB, err := sql.Open(d.driver, connStr)
+	sqlDB, err := sql.Open(d.driver(), connStr)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -212,7 +212,7 @@ type adoptStep struct{ says, stmt string }
 // new database it does nothing unless dry, which runs the pending
 // migrations to see that they would succeed.
 func (s *Store) adopt(ctx context.Context, r runner, dry bool) (Plan, error) {
-	a := s.d.adoption
+	a := s.adoption()
 	if a.lock != "" {
 		if _, err := r.exec(ctx, a.lock); err != nil {
 			return Plan{}, fmt.Errorf("adopt: wait for other instances: %w", err)
@@ -301,9 +301,9 @@ func catalogueTables(ctx context.Context, r runner, query string) (map[string]bo
 // is.
 func (s *Store) refuseBadRows(ctx context.Context, r runner, checks map[string]string) error {
 	// Names are ASCII, so lower() compares them as SQLite's NOCASE does.
-	checks["two users share a name (names are unique without regard to case)"] = `SELECT ` + s.d.adoption.nameList + ` FROM Users GROUP BY lower(Name) HAVING COUNT(*) > 1`
+	checks["two users share a name (names are unique without regard to case)"] = `SELECT ` + s.adoption().nameList + ` FROM Users GROUP BY lower(Name) HAVING COUNT(*) > 1`
 	checks["a user without a name"] = `SELECT CONCAT(Id, '') FROM Users WHERE Name IS NULL OR Name = ''`
-	if d := s.d.adoption.damaged; d != "" {
+	if d := s.adoption().damaged; d != "" {
 		checks["the database is damaged"] = d
 	}
 	bad, err := problems(ctx, r, checks)
@@ -345,7 +345,7 @@ func problems(ctx context.Context, r runner, checks map[string]string) ([]string
 const followPair = `CONCAT(FollowerId, ' -> ', FolloweeId)`
 
 func (s *Store) convertUserUser(ctx context.Context, r runner) (Plan, error) {
-	q := s.d.adoption.quote
+	q := s.adoption().quote
 	userUser, followers, following := q("UserUser"), q("FollowersId"), q("FollowingId")
 	var rowCount int
 	if err := r.queryRow(ctx, `SELECT COUNT(*) FROM `+userUser, nil, &rowCount); err != nil {
@@ -388,7 +388,7 @@ SELECT `+followers+`, `+following+`, ? FROM `+userUser, s.d.timeArg(time.Now()))
 }
 
 func (s *Store) adoptFollows(ctx context.Context, r runner) (Plan, error) {
-	a := s.d.adoption
+	a := s.adoption()
 	plan := Plan{Shape: ShapeJoinEntity, Steps: []string{
 		"keep Follows and its rows as they are",
 		"check Follows and Users for rows the Follows constraints would refuse",
@@ -406,7 +406,7 @@ WHERE FollowerId NOT IN (SELECT Id FROM Users) OR FolloweeId NOT IN (SELECT Id F
 	if err != nil {
 		return plan, fmt.Errorf("adopt: read the definition of Follows: %w", err)
 	}
-	later, err := laterColumns(s.d.name, "Follows")
+	later, err := laterColumns(s.d.name(), "Follows")
 	if err != nil {
 		return plan, err
 	}
@@ -440,12 +440,12 @@ WHERE FollowerId NOT IN (SELECT Id FROM Users) OR FolloweeId NOT IN (SELECT Id F
 // where the dialect can (not SQLite, which would have to rebuild Users);
 // its type is the app's. It returns what it did.
 func (s *Store) verifyUsers(ctx context.Context, r runner) ([]string, error) {
-	a := s.d.adoption
+	a := s.adoption()
 	cols, err := a.catalogue.describeColumns(ctx, r, "Users")
 	if err != nil {
 		return nil, fmt.Errorf("adopt: read the definition of Users: %w", err)
 	}
-	later, err := laterColumns(s.d.name, "Users")
+	later, err := laterColumns(s.d.name(), "Users")
 	if err != nil {
 		return nil, err
 	}
@@ -477,7 +477,7 @@ func (s *Store) verifyUsers(ctx context.Context, r runner) ([]string, error) {
 // everything but the Users table, which EF Core made, and objects that
 // exist already under their name.
 func (s *Store) createFollowsSchema(ctx context.Context, r runner) error {
-	src, err := fs.ReadFile(migrations, "migrations/"+s.d.name+"/00001_users_and_follows.sql")
+	src, err := fs.ReadFile(migrations, "migrations/"+s.d.name()+"/00001_users_and_follows.sql")
 	if err != nil {
 		return err
 	}
@@ -487,7 +487,7 @@ func (s *Store) createFollowsSchema(ctx context.Context, r runner) error {
 			continue
 		}
 		var n int
-		if err := r.queryRow(ctx, s.d.adoption.exists, []any{name}, &n); err != nil {
+		if err := r.queryRow(ctx, s.adoption().exists, []any{name}, &n); err != nil {
 			return err
 		}
 		if n > 0 {
@@ -605,7 +605,7 @@ func laterColumns(dialect, table string) (map[string]laterColumn, error) {
 // migration goose must run outside a transaction, and those after it, are
 // left to goose, which runs after the commit.
 func (s *Store) migrateInTx(ctx context.Context, r runner) ([]string, error) {
-	st, err := database.NewStore(s.d.goose, goose.DefaultTablename)
+	st, err := database.NewStore(s.d.gooseDialect(), goose.DefaultTablename)
 	if err != nil {
 		return nil, err
 	}
@@ -617,7 +617,7 @@ func (s *Store) migrateInTx(ctx context.Context, r runner) ([]string, error) {
 	for _, m := range list {
 		applied[m.Version] = m.IsApplied
 	}
-	files, err := migrationFiles(s.d.name)
+	files, err := migrationFiles(s.d.name())
 	if err != nil {
 		return nil, err
 	}
@@ -653,11 +653,11 @@ func (s *Store) migrateInTx(ctx context.Context, r runner) ([]string, error) {
 func (s *Store) alreadyThere(ctx context.Context, r runner, stmt string) (bool, error) {
 	var n int
 	if sub := addColumnRE.FindStringSubmatch(stmt); sub != nil {
-		if err := r.queryRow(ctx, s.d.adoption.columnExists, []any{sub[1], sub[2]}, &n); err != nil {
+		if err := r.queryRow(ctx, s.adoption().columnExists, []any{sub[1], sub[2]}, &n); err != nil {
 			return false, err
 		}
 	} else if sub := createIndexRE.FindStringSubmatch(stmt); sub != nil {
-		if err := r.queryRow(ctx, s.d.adoption.exists, []any{sub[1]}, &n); err != nil {
+		if err := r.queryRow(ctx, s.adoption().exists, []any{sub[1]}, &n); err != nil {
 			return false, err
 		}
 	}
@@ -667,7 +667,7 @@ func (s *Store) alreadyThere(ctx context.Context, r runner, stmt string) (bool, 
 // markMigrated records, in goose's own table (made if need be), that the
 // given migrations are applied, after goose's version 0.
 func markMigrated(ctx context.Context, r runner, versions ...int64) error {
-	st, err := database.NewStore(r.s.d.goose, goose.DefaultTablename)
+	st, err := database.NewStore(r.s.d.gooseDialect(), goose.DefaultTablename)
 	if err != nil {
 		return err
 	}

@@ -210,7 +210,7 @@ const checkClause = `CONSTRAINT ` + noSelfFollow + ` CHECK (FollowerId <> Follow
 func alterFollows(ctx context.Context, r runner, _ tableDef, fx fixes) error {
 	var stmts []string
 	for _, name := range fx.drop {
-		stmts = append(stmts, `ALTER TABLE Follows DROP CONSTRAINT `+r.s.d.adoption.quote(name))
+		stmts = append(stmts, `ALTER TABLE Follows DROP CONSTRAINT `+r.s.adoption().quote(name))
 	}
 	for _, k := range fx.keys {
 		stmts = append(stmts, `ALTER TABLE Follows ADD `+k.clause())
@@ -219,7 +219,7 @@ func alterFollows(ctx context.Context, r runner, _ tableDef, fx fixes) error {
 		stmts = append(stmts, `ALTER TABLE Follows ADD `+checkClause)
 	}
 	for _, col := range slices.Sorted(maps.Keys(fx.defaults)) {
-		stmts = append(stmts, r.s.d.adoption.setDefault("Follows", col, fx.defaults[col]))
+		stmts = append(stmts, r.s.adoption().setDefault("Follows", col, fx.defaults[col]))
 	}
 	for _, st := range stmts {
 		if _, err := r.exec(ctx, st); err != nil {

@@ -101,23 +101,23 @@ var (
 // readSQLiteHeader); then SQLite loads them.
 //
 // The file is opened here, in the import's transaction, and closed by
-// bulkTx (see freshImport.files) only once the transaction has ended and
+// bulkTx (see newFile.files) only once the transaction has ended and
 // the pages are written: closing a descriptor drops all of the process's
 // locks on the file (POSIX), SQLite's included.
-func newFollowPages(ctx context.Context, r runner) (*followPages, error) {
+func newFollowPages(ctx context.Context, r bulkRun) (*followPages, error) {
 	m := &followPages{}
 	var path string
 	if err := r.queryRow(ctx, `SELECT file FROM pragma_database_list WHERE name = 'main'`, nil, &path); err != nil || path == "" {
 		return nil, err
 	}
-	if ok, err := m.readSchema(ctx, r); !ok || err != nil {
+	if ok, err := m.readSchema(ctx, r.runner); !ok || err != nil {
 		return nil, err
 	}
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
 	}
-	r.fresh.files = append(r.fresh.files, f)
+	r.newFile.files = append(r.newFile.files, f)
 	if m.h, err = readSQLiteHeader(f); err != nil {
 		return nil, nil
 	}
