@@ -524,7 +524,11 @@ func (s *Store) bulkTx(ctx context.Context, bulk bulkLoader, fn func(b bulkRun) 
 	// Deferred before the set-up runs, which may stop halfway.
 	defer func() {
 		if rerr := resetBulkConn(conn, bulk.bulkReset()); rerr != nil {
-			err = errors.Join(err, rerr)
+			if err == nil {
+				err = fmt.Errorf("the rows went in, but: %w", rerr)
+			} else {
+				err = errors.Join(err, rerr)
+			}
 		}
 	}()
 	for _, q := range bulk.bulkSetup() {
