@@ -231,11 +231,11 @@ type (
 	// own way: startNewFile sets up conn before the import's transaction
 	// begins and returns what puts it back after the transaction ends,
 	// and whether the import may write the follow table's pages itself
-	// after its transaction; followPages then gives where the follows
+	// after its transaction; followTree then gives where the follows
 	// are held for that (nil: SQL loads them). See newFile.
 	newFileLoader interface {
-		startNewFile(ctx context.Context, conn *sql.Conn) (end func() error, pages bool, err error)
-		followPages(ctx context.Context, b bulkRun) (*followPages, error)
+		startNewFile(ctx context.Context, conn *sql.Conn) (end func() error, writeTree bool, err error)
+		followTree(ctx context.Context, b bulkRun) (*followPages, error)
 	}
 
 	// adopter reads and changes the catalogue for adopting an EF Core

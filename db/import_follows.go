@@ -67,12 +67,12 @@ func newFollowLoad(ctx context.Context, b bulkRun, ids map[int64]bool) (*followL
 		return nil, err
 	}
 	if loader, ok := b.s.d.(newFileLoader); ok && l.noFollowsBefore && b.newFile != nil && b.newFile.writeTree {
-		pages, err := loader.followPages(ctx, b)
+		tree, err := loader.followTree(ctx, b)
 		if err != nil {
 			return nil, err
 		}
-		if pages != nil {
-			l.dest = &treeFollows{pages: pages}
+		if tree != nil {
+			l.dest = &treeFollows{tree: tree}
 			return l, nil
 		}
 	}
@@ -114,7 +114,7 @@ func (l *followLoad) add(f FollowRow) error {
 	if ok || err != nil {
 		return err
 	}
-	if err := l.toSQL(l.dest.(*treeFollows).pages); err != nil {
+	if err := l.toSQL(l.dest.(*treeFollows).tree); err != nil {
 		return err
 	}
 	_, err = l.dest.add(f)
@@ -171,9 +171,9 @@ func (q *sqlFollows) afterCommit() func(context.Context, *sql.Conn) error { retu
 
 // treeFollows holds follows for writing the follow table's b-tree pages
 // into a new file (see followPages) after the commit.
-type treeFollows struct{ pages *followPages }
+type treeFollows struct{ tree *followPages }
 
-func (t *treeFollows) add(f FollowRow) (bool, error) { return t.pages.add(f), nil }
+func (t *treeFollows) add(f FollowRow) (bool, error) { return t.tree.add(f), nil }
 
 func (t *treeFollows) flush() error { return nil }
 
@@ -181,7 +181,7 @@ func (t *treeFollows) flush() error { return nil }
 // cores, while SQLite sets the counts on one: side by side.
 func (t *treeFollows) rebuild(blocks map[pair]Pos, setCounts func() error, clock *phaseClock) (time.Duration, error) {
 	checked := make(chan error, 1)
-	go func() { checked <- t.pages.check(blocks) }()
+	go func() { checked <- t.tree.check(blocks) }()
 	err := setCounts()
 	if err := <-checked; err != nil {
 		return 0, err
@@ -192,7 +192,7 @@ func (t *treeFollows) rebuild(blocks map[pair]Pos, setCounts func() error, clock
 	return clock.mark("sort and check, counts beside"), nil
 }
 
-func (t *treeFollows) afterCommit() func(context.Context, *sql.Conn) error { return t.pages.write }
+func (t *treeFollows) afterCommit() func(context.Context, *sql.Conn) error { return t.tree.write }
 
 // importCounts are, by user, the imported follows the count rule counts
 // for it (its followers, its following); every user at either end of an

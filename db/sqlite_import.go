@@ -36,11 +36,11 @@ func (*sqliteDialect) setImportedCounts() string {
 FROM json_each(?) AS c WHERE Users.Id = c.value ->> 0`
 }
 
-func (*sqliteDialect) startNewFile(ctx context.Context, conn *sql.Conn) (end func() error, pages bool, err error) {
+func (*sqliteDialect) startNewFile(ctx context.Context, conn *sql.Conn) (end func() error, writeTree bool, err error) {
 	return sqliteStartNewFile(ctx, conn)
 }
 
-func (*sqliteDialect) followPages(ctx context.Context, b bulkRun) (*followPages, error) {
+func (*sqliteDialect) followTree(ctx context.Context, b bulkRun) (*followPages, error) {
 	return newFollowPages(ctx, b)
 }
 
@@ -132,7 +132,7 @@ func sqliteBusy(err error) bool {
 // WAL mode as any other. Out of WAL mode, the import may write the follow
 // table's pages itself (see followPages), between its commit and the
 // clearing of the mark.
-func sqliteStartNewFile(ctx context.Context, conn *sql.Conn) (end func() error, pages bool, err error) {
+func sqliteStartNewFile(ctx context.Context, conn *sql.Conn) (end func() error, writeTree bool, err error) {
 	if _, err := conn.ExecContext(ctx, `PRAGMA user_version = `+strconv.Itoa(sqliteImportMark)); err != nil {
 		return nil, false, err
 	}
