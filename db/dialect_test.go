@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -279,5 +280,33 @@ func TestParseSQLiteTime(t *testing.T) {
 		if (err != nil) != (werr != nil) || !got.Equal(want) || got.Location() != want.Location() {
 			t.Errorf("%q: got %v, %v; time.Parse %v, %v", s, got, err, want, werr)
 		}
+	}
+}
+
+// Every dialect the store speaks ranks suggestions one way or the other,
+// bulk-imports and exports (the compiler checks each capability's
+// methods; this checks which capabilities each has), and Dialects names
+// them all.
+func TestEveryDialectHasWhatTheStoreNeeds(t *testing.T) {
+	var names []string
+	for _, d := range allDialects {
+		names = append(names, d.name())
+		_, inSQL := d.(sqlSuggester)
+		_, inGo := d.(listSuggester)
+		if inSQL == inGo {
+			t.Errorf("%s: ranks suggestions in SQL %v, in Go %v: want one of them", d.name(), inSQL, inGo)
+		}
+		if _, ok := d.(bulkLoader); !ok {
+			t.Errorf("%s: no bulk import", d.name())
+		}
+		if _, ok := d.(adopter); !ok {
+			t.Errorf("%s: no adoption, nor export", d.name())
+		}
+		if st := newStatements(d); st.usersByID == "" || st.recountIDs == "" || st.insertFollow == "" {
+			t.Errorf("%s: statements missing: %+v", d.name(), st)
+		}
+	}
+	if !slices.Equal(names, Dialects) {
+		t.Errorf("the dialects are %v, Dialects says %v", names, Dialects)
 	}
 }
