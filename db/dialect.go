@@ -141,10 +141,12 @@ type (
 	}
 
 	// integrityChecker's statement checks a database file for damage,
-	// answering "ok" or what it found (see checkIntegrity). Without it,
-	// the database's administrators see to that.
+	// answering "ok" or what it found (see checkIntegrity); busy says an
+	// error of it is the file being busy for a moment, worth trying
+	// again. Without it, the database's administrators see to that.
 	integrityChecker interface {
 		integrityCheck() string
+		busy(err error) bool
 	}
 
 	// fileDatabase is a database kept in a file the server opens itself:
@@ -222,7 +224,7 @@ type (
 	// countSetter's statement sets the counts of the users of a JSON
 	// array of [id, followers, following], for a bulk import into a graph
 	// without follows, which counted them as they went in (see
-	// sqlFollows.setCounts); without it, the import recounts them.
+	// followLoad.setCounts); without it, the import recounts them.
 	countSetter interface {
 		setImportedCounts() string
 	}

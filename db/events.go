@@ -27,7 +27,7 @@ import (
 // Ids must become visible in Id order, or a reader that saw Id 6 would
 // move its cursor past a 5 that commits later. SQLite has one writer at a
 // time. On the server databases an event's writer first takes a
-// transaction-scoped exclusive lock (the dialect's lockEvents), held until
+// transaction-scoped exclusive lock (the dialect's eventLocker), held until
 // it commits, and draws its Id after: the next writer's Id is drawn only
 // once this one's commit is visible. Writers of events queue for the lock
 // only for the last statements of their transactions.

@@ -132,7 +132,7 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee int64) (Unfollo
 // requireUsers reads, inside the write transaction, both ends of a follow,
 // so that the caller learns which one is missing rather than meeting an
 // anonymous foreign key failure. It locks both rows (the dialect's
-// actLock) until the transaction ends: on a server database no one deletes
+// rowLocker) until the transaction ends: on a server database no one deletes
 // or deactivates them meanwhile, and a user being deleted is found
 // missing here, once the delete commits, rather than tripping a foreign
 // key later.

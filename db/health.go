@@ -130,7 +130,8 @@ func (s *Store) quickCheck(ctx context.Context) (problems []string, err error) {
 // the store's integrity limit, and records in Integrity how far it got. A
 // file with damage is a CorruptError.
 func (s *Store) checkIntegrity(ctx context.Context) error {
-	if _, ok := s.d.(integrityChecker); !ok {
+	checker, ok := s.d.(integrityChecker)
+	if !ok {
 		return nil
 	}
 	limit := s.integrityLimit
@@ -149,7 +150,7 @@ func (s *Store) checkIntegrity(ctx context.Context) error {
 	// for about three seconds in all.
 	for wait := 25 * time.Millisecond; ; wait *= 2 {
 		problems, err = s.quickCheck(cctx)
-		if !sqliteBusy(err) || wait > 2*time.Second {
+		if !checker.busy(err) || wait > 2*time.Second {
 			break
 		}
 		select {

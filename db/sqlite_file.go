@@ -39,6 +39,10 @@ func (*sqliteDialect) filePath(dsn string) string {
 	return path
 }
 
+// busy: instances starting together on one new file can find it busy
+// (see checkIntegrity).
+func (*sqliteDialect) busy(err error) bool { return sqliteBusy(err) }
+
 // integrityCheck refuses a file an import did not finish loading (see
 // sqliteStartNewFile), whatever quick_check finds; that comes first, as
 // quick_check may run out of time.
