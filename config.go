@@ -10,94 +10,9 @@ import (
 	"time"
 
 	"follows/api"
+	"follows/auth"
 	"follows/db"
 )
-
-// config is everything the server can be told, from flags or environment.
-type config struct {
-	addr     string
-	dsn      string
-	secret   string
-	tokenTTL time.Duration
-	demo     bool
-	debug    bool
-	// checkCounts recounts follows, repairs drifted counters and exits.
-	checkCounts bool
-	batchWait   time.Duration
-
-	// Limits on what one request may ask (see README, "Limits").
-	maxComplexity, maxDepth, maxAliases, maxOperations int
-	maxBody                                            int64
-	requestTimeout                                     time.Duration
-
-	// Limits on a document, checked before it is parsed for gqlgen, and
-	// on a response (see README, "Limits").
-	maxTokens, maxSelections, maxBreadth, maxOverlaps int
-	maxErrors, maxResponse                            int
-
-	noPlayground, noIntrospection bool
-	corsOrigins, corsHeaders      string
-	logFormat                     string
-	// metricsOperations, comma-separated, are the only operation names
-	// /metrics labels (api.NewMetrics); none: the first 200 accepted.
-	metricsOperations string
-
-	// Connections (api.ServerConfig) and rate limits per client address;
-	// the rates are N/PERIOD strings, read by check.
-	readTimeout, writeTimeout, idleTimeout, shutdownGrace time.Duration
-	maxConns                                              int
-	rateSignup, rateMutations, clientIPHeader             string
-	signupRate, mutationRate                              api.Rate
-
-	// Sign-in through an OpenID Connect provider (see auth.OIDCConfig);
-	// off without an issuer.
-	oidcIssuer, oidcAudience, oidcJWKS string
-	oidcUserClaim, oidcNameClaim       string
-	oidcProvision                      bool
-	// Live follow events: how the outbox is watched and kept
-	// (db.EventsConfig), and the limits of subscription streams
-	// (api.StreamConfig).
-	events  db.EventsConfig
-	streams api.StreamConfig
-}
-
-// defaultConfig is the configuration before flags and environment; the
-// HTTP handler's defaults are its own (api.DefaultConfig).
-func defaultConfig() config {
-	h := api.DefaultConfig()
-	srv := api.DefaultServerConfig()
-	return config{
-		addr:           ":8080",
-		dsn:            "follows.db",
-		tokenTTL:       720 * time.Hour,
-		batchWait:      h.BatchWait,
-		maxComplexity:  h.MaxComplexity,
-		maxDepth:       h.MaxDepth,
-		maxAliases:     h.MaxAliases,
-		maxOperations:  h.MaxOperations,
-		maxBody:        h.MaxBody,
-		requestTimeout: h.RequestTimeout,
-		maxTokens:      h.MaxTokens,
-		maxSelections:  h.MaxSelections,
-		maxBreadth:     h.MaxBreadth,
-		maxOverlaps:    h.MaxOverlaps,
-		maxErrors:      h.MaxErrors,
-		maxResponse:    h.MaxResponse,
-		corsHeaders:    h.CORSHeaders,
-		logFormat:      "text",
-		readTimeout:    srv.ReadTimeout,
-		writeTimeout:   srv.WriteTimeout,
-		idleTimeout:    srv.IdleTimeout,
-		shutdownGrace:  srv.ShutdownGrace,
-		maxConns:       srv.MaxConns,
-		rateSignup:     h.SignupRate.String(),
-		rateMutations:  h.MutationRate.String(),
-		oidcUserClaim:  "sub",
-		oidcNameClaim:  "preferred_username",
-		events:         db.DefaultEventsConfig(),
-		streams:        h.Streams,
-	}
-}
 
 // envPrefix starts the environment variable of every flag: -max-body is
 // FOLLOWS_MAX_BODY.
@@ -192,114 +107,141 @@ func (fs *flagSet) Parse(args []string) error {
 	return nil
 }
 
-// newFlags starts the flag set of the server or a subcommand, with the
-// settings they all share already registered.
-func newFlags(name string, stderr io.Writer, getenv func(string) string) (*config, *flagSet) {
-	c := defaultConfig()
-	fs := newFlagSet(name, stderr, getenv)
-	c.flags(fs)
-	return &c, fs
+// database is the -db of a command that opens one database.
+type database struct{ dsn string }
+
+func (d *database) flags(fs *flagSet) {
+	d.dsn = "follows.db"
+	fs.StringVar(&d.dsn, "db", d.dsn, "database: a SQLite path or file: URI, sqlserver://user:pass@host:1433?database=NAME, or postgres://user:pass@host:5432/NAME")
 }
 
-// flags registers the settings shared by the server and its subcommands.
-func (c *config) flags(fs *flagSet) {
-	fs.StringVar(&c.dsn, "db", c.dsn, "database: a SQLite path or file: URI, sqlserver://user:pass@host:1433?database=NAME, or postgres://user:pass@host:5432/NAME")
-	fs.StringVar(&c.secret, "secret", c.secret, "secret that signs bearer tokens; every instance needs the same one")
+// signing is how tokens are signed, for the server and the token
+// subcommand; secret.go says where a secret not given comes from.
+type signing struct {
+	database
+	secret string
+	ttl    time.Duration
+}
+
+func (s *signing) flags(fs *flagSet) {
+	s.database.flags(fs)
+	s.ttl = 720 * time.Hour
+	fs.StringVar(&s.secret, "secret", s.secret, "secret that signs bearer tokens; every instance needs the same one")
 	fs.Func("secret-file", "`file` holding the -secret, so that it stays off the command line; a trailing newline is ignored. Without either, a SQLite database keeps a secret in its path with .secret appended, made on first start", func(path string) error {
-		secret, err := readSecret(path)
-		c.secret = secret
+		secret, err := auth.ReadSecret(path)
+		s.secret = secret
 		return err
 	})
-	fs.DurationVar(&c.tokenTTL, "token-ttl", c.tokenTTL, "how long a minted token stays valid")
+	fs.DurationVar(&s.ttl, "token-ttl", s.ttl, "how long a minted token stays valid")
 }
 
-// newServerFlags is the flag set of the server itself.
-func newServerFlags(stderr io.Writer, getenv func(string) string) (*config, *flagSet) {
-	c, fs := newFlags("follows", stderr, getenv)
-	fs.StringVar(&c.addr, "addr", c.addr, "address to listen on")
-	fs.BoolVar(&c.demo, "demo", c.demo, "load the sample graph (alice, bob, carol, dave) into an empty database")
-	fs.BoolVar(&c.checkCounts, "check-counts", c.checkCounts, "recount every user's follows, report and repair counts that drifted, then exit")
-	fs.BoolVar(&c.debug, "debug", c.debug, "add extensions.debug (SQL statement count and time) to every response, and /debug/pprof; for development only")
-	fs.DurationVar(&c.batchWait, "batch-wait", c.batchWait, "how long loaders gather keys before one batched statement runs")
-	fs.IntVar(&c.maxComplexity, "max-complexity", c.maxComplexity, "most a query may cost, list fields counting their first times their items; more is COMPLEXITY_LIMIT_EXCEEDED")
-	fs.IntVar(&c.maxDepth, "max-depth", c.maxDepth, "deepest nesting of fields an operation may have")
-	fs.IntVar(&c.maxAliases, "max-aliases", c.maxAliases, "most aliases an operation may use")
-	fs.IntVar(&c.maxOperations, "max-operations", c.maxOperations, "most operations a document may hold")
-	fs.Int64Var(&c.maxBody, "max-body", c.maxBody, "largest request body, and query string of a GET, in bytes; larger is refused with 413 (414 for a query string)")
-	fs.DurationVar(&c.requestTimeout, "request-timeout", c.requestTimeout, "longest a request may run; its SQL is cancelled then")
-	fs.IntVar(&c.maxTokens, "max-tokens", c.maxTokens, "most tokens a document may have; more is TOKEN_LIMIT_EXCEEDED")
-	fs.IntVar(&c.maxSelections, "max-selections", c.maxSelections, "most selections a document may hold, each fragment spread counting its fragment's; more is SELECTION_LIMIT_EXCEEDED")
-	fs.IntVar(&c.maxBreadth, "max-breadth", c.maxBreadth, "most fields one selection set may hold, with its fragments'; more is BREADTH_LIMIT_EXCEEDED")
-	fs.IntVar(&c.maxOverlaps, "max-overlaps", c.maxOverlaps, "most comparisons validation may make to check that fields sharing a response name can merge; more is OVERLAP_LIMIT_EXCEEDED")
-	fs.IntVar(&c.maxErrors, "max-errors", c.maxErrors, "most errors a response reports; the rest are counted in one TOO_MANY_ERRORS")
-	fs.IntVar(&c.maxResponse, "max-response", c.maxResponse, "largest response in bytes; a larger one is replaced by RESPONSE_TOO_LARGE")
-	fs.BoolVar(&c.noPlayground, "no-playground", c.noPlayground, "do not serve GraphiQL at /")
-	fs.BoolVar(&c.noIntrospection, "no-introspection", c.noIntrospection, "refuse introspection queries")
-	fs.Var(choice{&c.logFormat, []string{"text", "json"}}, "log-format", "`format` the server writes its log in (log/slog): text or json")
-	fs.StringVar(&c.corsOrigins, "cors-origins", c.corsOrigins, "comma-separated origins allowed to call /graphql from a browser, or *; none by default")
-	fs.StringVar(&c.corsHeaders, "cors-headers", c.corsHeaders, "comma-separated request headers that pages on -cors-origins may send, or * for any")
-	fs.StringVar(&c.metricsOperations, "metrics-operations", c.metricsOperations, "comma-separated operation names /metrics labels, every other counted as other; none: the first 200 names of accepted operations")
-	fs.DurationVar(&c.readTimeout, "read-timeout", c.readTimeout, "longest reading a request's headers and body may take; /graphql cuts a body off at -request-timeout too (408)")
-	fs.DurationVar(&c.writeTimeout, "write-timeout", c.writeTimeout, "longest from a request's headers to the end of its answer; keep it above -request-timeout")
-	fs.DurationVar(&c.idleTimeout, "idle-timeout", c.idleTimeout, "how long a kept-alive connection may wait for its next request")
-	fs.IntVar(&c.maxConns, "max-conns", c.maxConns, "most connections open at once; more wait to be accepted (0: no cap)")
-	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", c.shutdownGrace, "on SIGTERM, how long requests in flight may take to finish before the connections left are closed")
-	fs.StringVar(&c.rateSignup, "rate-signup", c.rateSignup, "sign-ups (createUser) one client address may make: N/PERIOD, N at once then N per PERIOD (s, m, h or a duration), or off; more is 429 RATE_LIMITED")
-	fs.StringVar(&c.rateMutations, "rate-mutations", c.rateMutations, "mutation fields one client address may run: N/PERIOD as for -rate-signup, or off")
-	fs.StringVar(&c.clientIPHeader, "client-ip-header", c.clientIPHeader, "`header` (X-Forwarded-For, X-Real-IP) whose last address is the client for the rate limits; set it only behind a proxy that sets it")
-	fs.StringVar(&c.oidcIssuer, "oidc-issuer", c.oidcIssuer, "issuer `URL` of an OpenID Connect provider whose JWTs sign users in, besides the server's own tokens; a token's iss must equal it, a trailing slash aside. Needs -oidc-audience and -oidc-jwks")
-	fs.StringVar(&c.oidcAudience, "oidc-audience", c.oidcAudience, "audience a provider token's aud must hold: the app's client id or the API's identifier at the provider")
-	fs.StringVar(&c.oidcJWKS, "oidc-jwks", c.oidcJWKS, "the provider's keys: its JWKS `URL` (fetched, cached, fetched again for an unknown key id at most every 10s) or the path of a JWKS file")
-	fs.StringVar(&c.oidcUserClaim, "oidc-user-claim", c.oidcUserClaim, "`claim` of a provider token naming its account, kept as the account's ExternalId")
-	fs.StringVar(&c.oidcNameClaim, "oidc-name-claim", c.oidcNameClaim, "`claim` a provisioned account's name comes from (made a valid, unique name); the subject when a token lacks it")
-	fs.BoolVar(&c.oidcProvision, "oidc-provision", c.oidcProvision, "make an account for a provider's user on first sign-in; without it, a subject with no account is refused (UNAUTHENTICATED)")
-	fs.DurationVar(&c.events.Retention, "events-retention", c.events.Retention, "how long follow events are kept for subscribers resuming with a cursor")
-	fs.DurationVar(&c.events.Poll, "events-poll", c.events.Poll, "how often the event outbox is checked for other instances' events (SQLite, SQL Server; PostgreSQL's NOTIFY wakes at once)")
-	fs.IntVar(&c.streams.MaxSubscriptions, "max-subscriptions", c.streams.MaxSubscriptions, "most subscriptions one websocket may run at once; more is SUBSCRIPTION_LIMIT")
-	fs.DurationVar(&c.streams.AuthTimeout, "subscription-auth-timeout", c.streams.AuthTimeout, "how long a websocket may take to send connection_init before it is closed with 4408")
-	fs.DurationVar(&c.streams.KeepAlive, "subscription-keepalive", c.streams.KeepAlive, "how often an idle subscription stream is pinged; a websocket that misses two pongs is closed")
-	fs.IntVar(&c.streams.SendQueue, "subscription-queue", c.streams.SendQueue, "messages that may wait for a slow subscriber; one that leaves its queue full for a second more is closed with 1013 (resume with the last cursor)")
-	return c, fs
+// server is everything the server can be told. The settings of the
+// packages it wires are bound straight into the configurations they take.
+type server struct {
+	signing
+	addr              string
+	demo, debug       bool
+	checkCounts       bool // deprecated: the check-counts subcommand
+	logFormat         string
+	metricsOperations string // see api.NewMetrics
+
+	api    api.Config // the handler's, its streams' (api.StreamConfig) included
+	conns  api.ServerConfig
+	oidc   auth.OIDCConfig // off without an issuer
+	events db.EventsConfig
+}
+
+func (s *server) flags(fs *flagSet) {
+	s.signing.flags(fs)
+	s.addr, s.logFormat = ":8080", "text"
+	s.api, s.conns, s.events = api.DefaultConfig(), api.DefaultServerConfig(), db.DefaultEventsConfig()
+	s.oidc = auth.OIDCConfig{UserClaim: "sub", NameClaim: "preferred_username"}
+	fs.StringVar(&s.addr, "addr", s.addr, "address to listen on")
+	fs.BoolVar(&s.demo, "demo", s.demo, "load the sample graph (alice, bob, carol, dave) into an empty database")
+	fs.BoolVar(&s.checkCounts, "check-counts", s.checkCounts, "deprecated: use the check-counts subcommand, which does the same")
+	fs.BoolVar(&s.api.Debug, "debug", s.api.Debug, "add extensions.debug (SQL statement count and time) to every response, and /debug/pprof; for development only")
+	fs.Var(choice{&s.logFormat, []string{"text", "json"}}, "log-format", "`format` the server writes its log in (log/slog): text or json")
+	fs.StringVar(&s.metricsOperations, "metrics-operations", s.metricsOperations, "comma-separated operation names /metrics labels, every other counted as other; none: the first 200 names of accepted operations")
+	limitFlags(fs, &s.api)
+	connectionFlags(fs, &s.api, &s.conns)
+	oidcFlags(fs, &s.oidc)
+	streamFlags(fs, &s.events, &s.api.Streams)
+}
+
+// limitFlags bind what one request may ask and be answered.
+func limitFlags(fs *flagSet, c *api.Config) {
+	fs.DurationVar(&c.BatchWait, "batch-wait", c.BatchWait, "how long loaders gather keys before one batched statement runs")
+	fs.IntVar(&c.MaxComplexity, "max-complexity", c.MaxComplexity, "most a query may cost, list fields counting their first times their items; more is COMPLEXITY_LIMIT_EXCEEDED")
+	fs.IntVar(&c.MaxDepth, "max-depth", c.MaxDepth, "deepest nesting of fields an operation may have")
+	fs.IntVar(&c.MaxAliases, "max-aliases", c.MaxAliases, "most aliases an operation may use")
+	fs.IntVar(&c.MaxOperations, "max-operations", c.MaxOperations, "most operations a document may hold")
+	fs.Int64Var(&c.MaxBody, "max-body", c.MaxBody, "largest request body, and query string of a GET, in bytes; larger is refused with 413 (414 for a query string)")
+	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "longest a request may run; its SQL is cancelled then")
+	fs.IntVar(&c.MaxTokens, "max-tokens", c.MaxTokens, "most tokens a document may have; more is TOKEN_LIMIT_EXCEEDED")
+	fs.IntVar(&c.MaxSelections, "max-selections", c.MaxSelections, "most selections a document may hold, each fragment spread counting its fragment's; more is SELECTION_LIMIT_EXCEEDED")
+	fs.IntVar(&c.MaxBreadth, "max-breadth", c.MaxBreadth, "most fields one selection set may hold, with its fragments'; more is BREADTH_LIMIT_EXCEEDED")
+	fs.IntVar(&c.MaxOverlaps, "max-overlaps", c.MaxOverlaps, "most comparisons validation may make to check that fields sharing a response name can merge; more is OVERLAP_LIMIT_EXCEEDED")
+	fs.IntVar(&c.MaxErrors, "max-errors", c.MaxErrors, "most errors a response reports; the rest are counted in one TOO_MANY_ERRORS")
+	fs.IntVar(&c.MaxResponse, "max-response", c.MaxResponse, "largest response in bytes; a larger one is replaced by RESPONSE_TOO_LARGE")
+	fs.BoolVar(&c.NoPlayground, "no-playground", c.NoPlayground, "do not serve GraphiQL at /")
+	fs.BoolVar(&c.NoIntrospection, "no-introspection", c.NoIntrospection, "refuse introspection queries")
+}
+
+// connectionFlags bind who may call, how often, and how connections are
+// treated.
+func connectionFlags(fs *flagSet, c *api.Config, conns *api.ServerConfig) {
+	fs.StringVar(&c.CORSOrigins, "cors-origins", c.CORSOrigins, "comma-separated origins allowed to call /graphql from a browser, or *; none by default")
+	fs.StringVar(&c.CORSHeaders, "cors-headers", c.CORSHeaders, "comma-separated request headers that pages on -cors-origins may send, or * for any")
+	fs.DurationVar(&conns.ReadTimeout, "read-timeout", conns.ReadTimeout, "longest reading a request's headers and body may take; /graphql cuts a body off at -request-timeout too (408)")
+	fs.DurationVar(&conns.WriteTimeout, "write-timeout", conns.WriteTimeout, "longest from a request's headers to the end of its answer; keep it above -request-timeout")
+	fs.DurationVar(&conns.IdleTimeout, "idle-timeout", conns.IdleTimeout, "how long a kept-alive connection may wait for its next request")
+	fs.IntVar(&conns.MaxConns, "max-conns", conns.MaxConns, "most connections open at once; more wait to be accepted (0: no cap)")
+	fs.DurationVar(&conns.ShutdownGrace, "shutdown-grace", conns.ShutdownGrace, "on SIGTERM, how long requests in flight may take to finish before the connections left are closed")
+	fs.Var(&c.SignupRate, "rate-signup", "sign-ups (createUser) one client address may make: `N/PERIOD`, N at once then N per PERIOD (s, m, h or a duration), or off; more is 429 RATE_LIMITED")
+	fs.Var(&c.MutationRate, "rate-mutations", "mutation fields one client address may run: `N/PERIOD` as for -rate-signup, or off")
+	fs.StringVar(&c.ClientIPHeader, "client-ip-header", c.ClientIPHeader, "`header` (X-Forwarded-For, X-Real-IP) whose last address is the client for the rate limits; set it only behind a proxy that sets it")
+}
+
+// oidcFlags bind sign-in through an OpenID Connect provider.
+func oidcFlags(fs *flagSet, c *auth.OIDCConfig) {
+	fs.StringVar(&c.Issuer, "oidc-issuer", c.Issuer, "issuer `URL` of an OpenID Connect provider whose JWTs sign users in, besides the server's own tokens; a token's iss must equal it, a trailing slash aside. Needs -oidc-audience and -oidc-jwks")
+	fs.StringVar(&c.Audience, "oidc-audience", c.Audience, "audience a provider token's aud must hold: the app's client id or the API's identifier at the provider")
+	fs.StringVar(&c.JWKS, "oidc-jwks", c.JWKS, "the provider's keys: its JWKS `URL` (fetched, cached, fetched again for an unknown key id at most every 10s) or the path of a JWKS file")
+	fs.StringVar(&c.UserClaim, "oidc-user-claim", c.UserClaim, "`claim` of a provider token naming its account, kept as the account's ExternalId")
+	fs.StringVar(&c.NameClaim, "oidc-name-claim", c.NameClaim, "`claim` a provisioned account's name comes from (made a valid, unique name); the subject when a token lacks it")
+	fs.BoolVar(&c.Provision, "oidc-provision", c.Provision, "make an account for a provider's user on first sign-in; without it, a subject with no account is refused (UNAUTHENTICATED)")
+}
+
+// streamFlags bind how live follow events are kept and streamed.
+func streamFlags(fs *flagSet, events *db.EventsConfig, c *api.StreamConfig) {
+	fs.DurationVar(&events.Retention, "events-retention", events.Retention, "how long follow events are kept for subscribers resuming with a cursor")
+	fs.DurationVar(&events.Poll, "events-poll", events.Poll, "how often the event outbox is checked for other instances' events (SQLite, SQL Server; PostgreSQL's NOTIFY wakes at once)")
+	fs.IntVar(&c.MaxSubscriptions, "max-subscriptions", c.MaxSubscriptions, "most subscriptions one websocket may run at once; more is SUBSCRIPTION_LIMIT")
+	fs.DurationVar(&c.AuthTimeout, "subscription-auth-timeout", c.AuthTimeout, "how long a websocket may take to send connection_init before it is closed with 4408")
+	fs.DurationVar(&c.KeepAlive, "subscription-keepalive", c.KeepAlive, "how often an idle subscription stream is pinged; a websocket that misses two pongs is closed")
+	fs.IntVar(&c.SendQueue, "subscription-queue", c.SendQueue, "messages that may wait for a slow subscriber; one that leaves its queue full for a second more is closed with 1013 (resume with the last cursor)")
 }
 
 // check refuses, before anything starts, settings that each parse but do
-// not make sense, and reads the rate limits.
-func (c *config) check() error {
-	var err error
-	if c.signupRate, err = api.ParseRate(c.rateSignup); err != nil {
-		return fmt.Errorf("-rate-signup (%s): %v", envNames("rate-signup")[0], err)
+// not make sense together.
+func (s *server) check() error {
+	c, conns, st := s.api, s.conns, s.api.Streams
+	if conns.WriteTimeout > 0 && conns.WriteTimeout <= c.RequestTimeout {
+		return fmt.Errorf("-write-timeout %v is not above -request-timeout %v: answers that take long would be cut off unsent", conns.WriteTimeout, c.RequestTimeout)
 	}
-	if c.mutationRate, err = api.ParseRate(c.rateMutations); err != nil {
-		return fmt.Errorf("-rate-mutations (%s): %v", envNames("rate-mutations")[0], err)
-	}
-	if c.writeTimeout > 0 && c.writeTimeout <= c.requestTimeout {
-		return fmt.Errorf("-write-timeout %v is not above -request-timeout %v: answers that take long would be cut off unsent", c.writeTimeout, c.requestTimeout)
-	}
-	if oidc := []string{c.oidcIssuer, c.oidcAudience, c.oidcJWKS}; slices.Contains(oidc, "") && slices.ContainsFunc(oidc, func(s string) bool { return s != "" }) {
+	if oidc := []string{s.oidc.Issuer, s.oidc.Audience, s.oidc.JWKS}; slices.Contains(oidc, "") && slices.ContainsFunc(oidc, func(s string) bool { return s != "" }) {
 		return errors.New("sign-in through an OpenID Connect provider needs -oidc-issuer, -oidc-audience and -oidc-jwks, all three")
 	}
-	if c.oidcUserClaim == "" || c.oidcNameClaim == "" {
+	if s.oidc.UserClaim == "" || s.oidc.NameClaim == "" {
 		return errors.New("-oidc-user-claim and -oidc-name-claim cannot be empty")
 	}
-	if c.events.Retention <= 0 || c.events.Poll <= 0 || c.streams.MaxSubscriptions < 0 || c.streams.AuthTimeout <= 0 ||
-		c.streams.KeepAlive <= 0 || c.streams.SendQueue <= 0 {
+	if s.events.Retention <= 0 || s.events.Poll <= 0 || st.MaxSubscriptions < 0 || st.AuthTimeout <= 0 || st.KeepAlive <= 0 || st.SendQueue <= 0 {
 		return errors.New("-events-retention, -events-poll, -subscription-auth-timeout, -subscription-keepalive and -subscription-queue must be positive, -max-subscriptions not negative")
 	}
-	if c.maxConns < 0 || c.readTimeout < 0 || c.writeTimeout < 0 || c.idleTimeout < 0 || c.shutdownGrace < 0 {
+	if conns.MaxConns < 0 || conns.ReadTimeout < 0 || conns.WriteTimeout < 0 || conns.IdleTimeout < 0 || conns.ShutdownGrace < 0 {
 		return errors.New("-max-conns and the timeouts cannot be negative")
 	}
 	return nil
-}
-
-// serverConfig is what of the configuration the HTTP server reads.
-func (c config) serverConfig() api.ServerConfig {
-	return api.ServerConfig{
-		ReadTimeout:   c.readTimeout,
-		WriteTimeout:  c.writeTimeout,
-		IdleTimeout:   c.idleTimeout,
-		MaxConns:      c.maxConns,
-		ShutdownGrace: c.shutdownGrace,
-	}
 }
 
 // choice is a string flag that takes one of a few values, so that another

@@ -5,22 +5,28 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
 
 	"follows/api"
+	"follows/api/apitest"
+	"follows/db"
 )
 
 // parseServer reads the server's configuration from args and env as run
 // does, and returns its flags for inspection.
-func parseServer(args []string, env map[string]string) (*config, *flag.FlagSet, error) {
-	c, fs := newServerFlags(io.Discard, func(k string) string { return env[k] })
+func parseServer(args []string, env map[string]string) (*server, *flag.FlagSet, error) {
+	s := &server{}
+	fs := newFlagSet("follows", io.Discard, func(k string) string { return env[k] })
+	s.flags(fs)
 	err := fs.Parse(args)
-	return c, fs.FlagSet, err
+	return s, fs.FlagSet, err
 }
 
 // envName is the variable every flag can be given in.
@@ -48,6 +54,8 @@ func TestEveryFlagHasEnv(t *testing.T) {
 			switch f.Name {
 			case "log-format":
 				value = "json"
+			case "rate-signup", "rate-mutations":
+				value = "7/h"
 			case "secret-file":
 				value = writeSecret(t, "from-a-file\n")
 			default:
@@ -85,7 +93,7 @@ func TestEveryFlagHasEnv(t *testing.T) {
 // variable it can be given in.
 func TestHelpListsEnv(t *testing.T) {
 	flagLine := regexp.MustCompile(`^  -([a-z-]+)`)
-	for _, cmd := range [][]string{{"-h"}, {"token", "-h"}, {"import", "-h"}, {"export", "-h"}, {"migrate", "-h"}, {"schema", "-h"}} {
+	for _, cmd := range [][]string{{"-h"}, {"token", "-h"}, {"import", "-h"}, {"export", "-h"}, {"migrate", "-h"}, {"schema", "-h"}, {"copy", "-h"}, {"check-counts", "-h"}} {
 		var out strings.Builder
 		err := run(t.Context(), cmd, io.Discard, &out, noEnv)
 		if err != flag.ErrHelp {
@@ -244,7 +252,7 @@ func TestConnectionAndRateFlags(t *testing.T) {
 	if err := c.check(); err != nil {
 		t.Fatal(err)
 	}
-	h, s := c.handlerConfig(), c.serverConfig()
+	h, s := c.api, c.conns
 	if h.SignupRate != (api.Rate{N: 5, Per: 10 * time.Minute}) || h.MutationRate != (api.Rate{}) || h.ClientIPHeader != "X-Real-IP" {
 		t.Errorf("handler configuration %+v", h)
 	}
@@ -252,4 +260,115 @@ func TestConnectionAndRateFlags(t *testing.T) {
 		t.Errorf("server configuration %+v, want %+v", s, want)
 	}
 
+}
+
+// Each subcommand takes only the flags it uses: one it would ignore, such
+// as import's or migrate's -secret and -token-ttl, is a usage error before
+// anything is opened.
+func TestSubcommandsTakeOnlyTheirFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"import", "-secret", testSecret, "-dir", "graph"},
+		{"import", "-token-ttl", "1h", "-dir", "graph"},
+		{"migrate", "-secret", testSecret},
+		{"migrate", "-token-ttl", "1h"},
+		{"export", "-secret-file", "secret", "-dir", "graph"},
+		{"check-counts", "-max-depth", "3"},
+		{"copy", "-db", "x.db", "-from", "a.db", "-to", "b.db"},
+		{"schema", "-db", "x.db"},
+	} {
+		dir := t.TempDir()
+		t.Chdir(dir)
+		var usage strings.Builder
+		err := run(t.Context(), args, io.Discard, &usage, noEnv)
+		if err == nil || !strings.Contains(err.Error(), "flag provided but not defined: "+args[1]) || !strings.Contains(usage.String(), "Usage of follows "+args[0]) {
+			t.Errorf("%v: %v, usage %.40q; want a usage error for %s", args, err, usage.String(), args[1])
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+			t.Errorf("%v: opened a database before refusing the flag", args)
+		}
+	}
+}
+
+// check-counts is a subcommand; the server's -check-counts still does the
+// same, and says on stderr that it is deprecated in favour of it.
+func TestCheckCounts(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "follows.db")
+	store, err := db.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.LoadSample(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	for _, args := range [][]string{{"check-counts", "-db", path}, {"-check-counts", "-db", path}} {
+		if _, err := apitest.OpenRaw(t, path).Exec(`UPDATE Users SET FollowingCount = 7 WHERE Name = 'carol'`); err != nil {
+			t.Fatal(err)
+		}
+		var out, errs strings.Builder
+		if err := run(t.Context(), args, &out, &errs, noEnv); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if !strings.Contains(out.String(), "(carol): followers 1, recounted 1; following 7, recounted 1") || !strings.Contains(out.String(), "1 users had drifted counts; repaired") {
+			t.Errorf("%v printed %q", args, out.String())
+		}
+		if deprecated := strings.Contains(errs.String(), "deprecated") && strings.Contains(errs.String(), "follows check-counts"); deprecated != (args[0] == "-check-counts") {
+			t.Errorf("%v said on stderr %q", args, errs.String())
+		}
+	}
+}
+
+// docs/configuration.md is what the flag sets say.
+func TestConfigurationDocIsCurrent(t *testing.T) {
+	var want strings.Builder
+	if err := writeConfigDoc(&want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("docs/configuration.md")
+	if err != nil || string(got) != want.String() {
+		t.Fatalf("docs/configuration.md is not what the flags say (%v); regenerate it: go run . config-doc > docs/configuration.md (or go generate .)", err)
+	}
+	for _, c := range commands {
+		if !strings.Contains(want.String(), "## `"+strings.TrimSpace("follows "+c.name)+"`") {
+			t.Errorf("the configuration reference has no section for %q", c.name)
+		}
+	}
+}
+
+// The server's collector settings are the server's alone: main, running
+// a subcommand in a process of its own, leaves Go's defaults (GOGC 100, no
+// memory limit), which an import's heap, far larger than a server's, needs.
+func TestSubcommandsKeepGoGC(t *testing.T) {
+	dir := t.TempDir()
+	users, follows := filepath.Join(dir, "users.csv"), filepath.Join(dir, "follows.csv")
+	os.WriteFile(users, []byte("Id,Name\n1,alice\n2,bob\n"), 0o600)
+	os.WriteFile(follows, []byte("FollowerId,FolloweeId,CreatedAt\n1,2,2026-01-01 00:00:01\n"), 0o600)
+	dbPath := filepath.Join(dir, "follows.db")
+	for _, args := range []string{
+		"import -db " + dbPath + " -users " + users + " -follows " + follows,
+		"check-counts -db " + dbPath,
+		"schema -dialect sqlite",
+	} {
+		out, err := runMain(t, args)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", args, err, out)
+		}
+		if lines := strings.Split(strings.TrimSpace(out), "\n"); lines[len(lines)-1] != "GOGC=100 GOMEMLIMIT=9223372036854775807" {
+			t.Errorf("%s ran with %s; want Go's defaults", args, lines[len(lines)-1])
+		}
+	}
+}
+
+// The server sets its collector unless the environment does.
+func TestServerGC(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+	serverGC(noEnv)
+	if p, l := debug.SetGCPercent(100), debug.SetMemoryLimit(math.MaxInt64); p != 400 || l != 64<<20 {
+		t.Errorf("the server's collector: GOGC %d, GOMEMLIMIT %d; want 400, 64 MiB", p, l)
+	}
+	serverGC(func(k string) string { return map[string]string{"GOGC": "200", "GOMEMLIMIT": "1GiB"}[k] })
+	if p, l := debug.SetGCPercent(100), debug.SetMemoryLimit(math.MaxInt64); p != 100 || l != math.MaxInt64 {
+		t.Errorf("with GOGC and GOMEMLIMIT set, the server changed them: %d, %d", p, l)
+	}
 }

@@ -244,10 +244,6 @@ func TestReplicasLoseNothing(t *testing.T) {
 	}
 	// Accounts and targets signed up through every replica in turn, so
 	// that each replica minted some of the tokens.
-	type worker struct {
-		actors, targets []apitest.Account
-		mintedBy        []int // the replica that minted each actor's token
-	}
 	ws := make([]*worker, workers)
 	n := 0
 	for g := range ws {
@@ -271,26 +267,12 @@ func TestReplicasLoseNothing(t *testing.T) {
 		allActors = append(allActors, w.actors...)
 	}
 
-	// What each worker had acknowledged, keyed by ids.
-	type state struct {
-		follows, blocks map[[2]string]*known
-		deactivated     map[string]*known
-		signedUp        []apitest.Account
-	}
 	states := make([]*state, workers)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for g, w := range ws {
 		st := &state{follows: map[[2]string]*known{}, blocks: map[[2]string]*known{}, deactivated: map[string]*known{}}
 		states[g] = st
-		get := func(m map[[2]string]*known, a, b string) *known {
-			k := m[[2]string{a, b}]
-			if k == nil {
-				k = &known{sure: true}
-				m[[2]string{a, b}] = k
-			}
-			return k
-		}
 		for _, a := range w.actors {
 			st.deactivated[a.ID] = &known{sure: true}
 		}
@@ -302,47 +284,7 @@ func TestReplicasLoseNothing(t *testing.T) {
 					return
 				default:
 				}
-				me := w.actors[rng.IntN(len(w.actors))]
-				target := w.targets[rng.IntN(len(w.targets))]
-				switch p := rng.IntN(100); {
-				case p < 35: // a follow, of a target or of another worker's account
-					other := target
-					if rng.IntN(3) == 0 {
-						other = allActors[rng.IntN(len(allActors))]
-					}
-					if other.ID == me.ID {
-						continue
-					}
-					o := reps.send(client, i, me.Token, apitest.FollowMutation, map[string]any{"id": other.ID}, nil)
-					get(st.follows, me.ID, other.ID).apply(o, true)
-				case p < 55:
-					other := target
-					if rng.IntN(3) == 0 {
-						other = allActors[rng.IntN(len(allActors))]
-					}
-					o := reps.send(client, i, me.Token, `mutation($id: ID!) { unfollow(input: {userId: $id}) { wasFollowing } }`, map[string]any{"id": other.ID}, nil)
-					get(st.follows, me.ID, other.ID).apply(o, false)
-				case p < 67: // a block takes the follow between them away
-					o := reps.send(client, i, me.Token, `mutation($id: ID!) { block(input: {userId: $id}) { removedFollows } }`, map[string]any{"id": target.ID}, nil)
-					get(st.blocks, me.ID, target.ID).apply(o, true)
-					get(st.follows, me.ID, target.ID).apply(o, false)
-				case p < 77:
-					o := reps.send(client, i, me.Token, `mutation($id: ID!) { unblock(input: {userId: $id}) { wasBlocked } }`, map[string]any{"id": target.ID}, nil)
-					get(st.blocks, me.ID, target.ID).apply(o, false)
-				case p < 87: // deactivate, then reactivate through the next replicas
-					d := st.deactivated[me.ID]
-					o := reps.send(client, i, me.Token, `mutation { deactivateAccount { deactivated } }`, nil, nil)
-					d.apply(o, true)
-					for try := 1; try <= 2*nReplicas && (!d.sure || d.set); try++ {
-						o := reps.send(client, i+try, me.Token, `mutation { reactivateAccount { deactivated } }`, nil, nil)
-						d.apply(o, false)
-					}
-				default: // a sign-up, which becomes one of this worker's targets
-					if a, o := signUp(i, fmt.Sprintf("w%dn%d", g, i)); o == acked {
-						st.signedUp = append(st.signedUp, a)
-						w.targets = append(w.targets, a)
-					}
-				}
+				st.step(reps, client, w, g, i, rng, allActors, signUp)
 			}
 		})
 	}
@@ -359,6 +301,50 @@ func TestReplicasLoseNothing(t *testing.T) {
 	end()
 
 	// Every write is settled; what the load knows must be what is there.
+	checked, wrong, signUps := checkSettled(t, dsn, states)
+	t.Logf("%d writes acknowledged (%d before the kill, %d through the restarted replica after its restart; %d sign-ups), %d unanswered; %d outcomes known and checked, %d wrong",
+		reps.total()-base, killedAt-base, reps.acked[1].Load()-restartedBase, signUps, reps.unanswered.Load(), checked, wrong)
+
+	// The counters equal recounts: the server's own check finds nothing.
+	out, err := exec.Command(bin, "check-counts", "-db", dsn).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "0 users had drifted counts") {
+		t.Errorf("check-counts: %v\n%s", err, out)
+	}
+	apitest.CheckDSN(t, dsn)
+
+	// Tokens minted by each replica, the killed one before its death
+	// included, work on every replica.
+	for _, w := range ws {
+		for k, a := range w.actors {
+			for i := range nReplicas {
+				var v struct{ Viewer struct{ ID string } }
+				if o := reps.send(client, i, a.Token, `{ viewer { id } }`, nil, &v); o != acked || v.Viewer.ID != a.ID {
+					t.Errorf("a token minted by replica %d, used on replica %d: %v, viewer %q, want %q", w.mintedBy[k], i, o, v.Viewer.ID, a.ID)
+				}
+			}
+		}
+	}
+}
+
+// worker is a load's worker: the accounts it acts as and the users only
+// it acts on (targets, which never act).
+type worker struct {
+	actors, targets []apitest.Account
+	mintedBy        []int // the replica that minted each actor's token
+}
+
+// state is what one worker had acknowledged, keyed by ids.
+type state struct {
+	follows, blocks map[[2]string]*known
+	deactivated     map[string]*known
+	signedUp        []apitest.Account
+}
+
+// checkSettled compares what the workers' loads had acknowledged with what
+// the database holds, once every write is settled, and returns how many
+// outcomes it checked, how many were wrong, and the sign-ups among them.
+func checkSettled(t *testing.T, dsn string, states []*state) (checked, wrong, signUps int) {
+	t.Helper()
 	raw := apitest.OpenDSN(t, dsn)
 	present := followPairs(t, dsn)
 	blocks := map[[2]string]bool{}
@@ -385,7 +371,6 @@ func TestReplicasLoseNothing(t *testing.T) {
 		deactivated[id], names[id] = d, name
 	}
 	rows.Close()
-	checked, wrong := 0, 0
 	expect := func(what string, got bool, k *known) {
 		if !k.sure {
 			return
@@ -396,7 +381,6 @@ func TestReplicasLoseNothing(t *testing.T) {
 			t.Errorf("%s: %v in the database, %v acknowledged", what, got, k.set)
 		}
 	}
-	signUps := 0
 	for _, st := range states {
 		for p, k := range st.follows {
 			expect(fmt.Sprintf("follow %s -> %s", p[0], p[1]), present[p], k)
@@ -414,26 +398,62 @@ func TestReplicasLoseNothing(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d writes acknowledged (%d before the kill, %d through the restarted replica after its restart; %d sign-ups), %d unanswered; %d outcomes known and checked, %d wrong",
-		reps.total()-base, killedAt-base, reps.acked[1].Load()-restartedBase, signUps, reps.unanswered.Load(), checked, wrong)
+	return checked, wrong, signUps
+}
 
-	// The counters equal recounts: the server's own check finds nothing.
-	out, err := exec.Command(bin, "-check-counts", "-db", dsn).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "0 users had drifted counts") {
-		t.Errorf("-check-counts: %v\n%s", err, out)
+// knownOf is what m knows of the pair (a, b): sure it is not set, until a
+// write says otherwise.
+func knownOf(m map[[2]string]*known, a, b string) *known {
+	k := m[[2]string{a, b}]
+	if k == nil {
+		k = &known{sure: true}
+		m[[2]string{a, b}] = k
 	}
-	apitest.CheckDSN(t, dsn)
+	return k
+}
 
-	// Tokens minted by each replica, the killed one before its death
-	// included, work on every replica.
-	for _, w := range ws {
-		for k, a := range w.actors {
-			for i := range nReplicas {
-				var v struct{ Viewer struct{ ID string } }
-				if o := reps.send(client, i, a.Token, `{ viewer { id } }`, nil, &v); o != acked || v.Viewer.ID != a.ID {
-					t.Errorf("a token minted by replica %d, used on replica %d: %v, viewer %q, want %q", w.mintedBy[k], i, o, v.Viewer.ID, a.ID)
-				}
-			}
+// step is worker g's i-th write, chosen by rng, sent through replica i
+// (mod their number); st records what came of it.
+func (st *state) step(reps *replicas, client *http.Client, w *worker, g, i int, rng *rand.Rand, allActors []apitest.Account, signUp func(int, string) (apitest.Account, outcome)) {
+	me := w.actors[rng.IntN(len(w.actors))]
+	target := w.targets[rng.IntN(len(w.targets))]
+	switch p := rng.IntN(100); {
+	case p < 35: // a follow, of a target or of another worker's account
+		other := target
+		if rng.IntN(3) == 0 {
+			other = allActors[rng.IntN(len(allActors))]
+		}
+		if other.ID == me.ID {
+			return
+		}
+		o := reps.send(client, i, me.Token, apitest.FollowMutation, map[string]any{"id": other.ID}, nil)
+		knownOf(st.follows, me.ID, other.ID).apply(o, true)
+	case p < 55:
+		other := target
+		if rng.IntN(3) == 0 {
+			other = allActors[rng.IntN(len(allActors))]
+		}
+		o := reps.send(client, i, me.Token, `mutation($id: ID!) { unfollow(input: {userId: $id}) { wasFollowing } }`, map[string]any{"id": other.ID}, nil)
+		knownOf(st.follows, me.ID, other.ID).apply(o, false)
+	case p < 67: // a block takes the follow between them away
+		o := reps.send(client, i, me.Token, `mutation($id: ID!) { block(input: {userId: $id}) { removedFollows } }`, map[string]any{"id": target.ID}, nil)
+		knownOf(st.blocks, me.ID, target.ID).apply(o, true)
+		knownOf(st.follows, me.ID, target.ID).apply(o, false)
+	case p < 77:
+		o := reps.send(client, i, me.Token, `mutation($id: ID!) { unblock(input: {userId: $id}) { wasBlocked } }`, map[string]any{"id": target.ID}, nil)
+		knownOf(st.blocks, me.ID, target.ID).apply(o, false)
+	case p < 87: // deactivate, then reactivate through the next replicas
+		d := st.deactivated[me.ID]
+		o := reps.send(client, i, me.Token, `mutation { deactivateAccount { deactivated } }`, nil, nil)
+		d.apply(o, true)
+		for try := 1; try <= 2*len(reps.urls) && (!d.sure || d.set); try++ {
+			o := reps.send(client, i+try, me.Token, `mutation { reactivateAccount { deactivated } }`, nil, nil)
+			d.apply(o, false)
+		}
+	default: // a sign-up, which becomes one of this worker's targets
+		if a, o := signUp(i, fmt.Sprintf("w%dn%d", g, i)); o == acked {
+			st.signedUp = append(st.signedUp, a)
+			w.targets = append(w.targets, a)
 		}
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -105,35 +104,6 @@ func mint(t *testing.T, bin, dbPath, user string) string {
 	return strings.TrimSpace(string(tok))
 }
 
-// Instances starting at once on one new database agree on its secret.
-func TestKeepSecretConcurrently(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "x.db.secret")
-	const n = 8
-	secrets := make([]string, n)
-	made := make([]bool, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { secrets[i], made[i], errs[i] = keepSecret(file) })
-	}
-	wg.Wait()
-	makers := 0
-	for i := range n {
-		if errs[i] != nil || secrets[i] != secrets[0] || len(secrets[i]) < 32 {
-			t.Errorf("instance %d: %q, %v; want the one secret of 32 bytes or more", i, secrets[i], errs[i])
-		}
-		if made[i] {
-			makers++
-		}
-	}
-	if makers != 1 {
-		t.Errorf("%d instances made the secret; want 1", makers)
-	}
-	if entries, _ := os.ReadDir(filepath.Dir(file)); len(entries) != 1 {
-		t.Errorf("left %d files; want the secret alone", len(entries))
-	}
-}
-
 // A server database without a secret is refused at start, saying how to
 // give one: its instances must share the secret, which none can make for
 // the others. An in-memory database, gone with the process, makes one.
@@ -142,8 +112,8 @@ func TestServerDatabaseNeedsSecret(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "-secret-file") || !strings.Contains(err.Error(), "server database") {
 		t.Errorf("PostgreSQL without a secret: %v; want a refusal naming -secret-file", err)
 	}
-	c := defaultConfig()
-	c.dsn = "file:x?mode=memory"
+	c := &server{}
+	c.dsn, c.ttl = "file:x?mode=memory", time.Hour
 	var log strings.Builder
 	if _, err := c.tokens(slog.New(slog.NewTextHandler(&log, nil))); err != nil || !strings.Contains(log.String(), "random") {
 		t.Errorf("in memory: %v, log %q; want a random secret, said", err, log.String())

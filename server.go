@@ -3,14 +3,16 @@
 //	follows [flags]                    serve (the default)
 //	follows token -user ID [flags]     print a bearer token for a user
 //	follows import -dir D              bulk-load a graph export wrote (or -users U -follows F)
-//	follows schema -dialect sqlserver   print the DDL the migrations apply
 //	follows export -dir D              write the graph as a folder import reads, changing nothing
 //	follows copy -from DSN -to DSN     move a graph straight between databases
-//	follows migrate [-dry-run]          adopt an EF Core database, apply migrations
+//	follows migrate [-dry-run]         adopt an EF Core database, apply migrations
+//	follows schema -dialect sqlserver  print the DDL the migrations apply
+//	follows check-counts               recount follows, repair counts that drifted
 //
-// Run with -h for the flags. Each can be given in the environment instead:
-// FOLLOWS_ and its name in capitals, - as _ (FOLLOWS_MAX_BODY for
-// -max-body); a flag on the command line wins.
+// Run with -h for the flags, or read docs/configuration.md, written from
+// them. Each can be given in the environment instead: FOLLOWS_ and its
+// name in capitals, - as _ (FOLLOWS_MAX_BODY for -max-body); a flag on
+// the command line wins.
 package main
 
 import (
@@ -30,27 +32,13 @@ import (
 	"syscall"
 
 	"follows/api"
-	"follows/auth"
 	"follows/db"
 )
 
 //go:generate go run ./graph/internal/gqlgen
+//go:generate sh -c "go run . config-doc > docs/configuration.md"
 
 func main() {
-	if os.Getenv("GOGC") == "" {
-		// A request allocates much and keeps little (a live heap of about
-		// 5 MB under load): collecting at five times the live heap rather
-		// than three cut the collector's share of the fan-out query's CPU
-		// from 8% to under 2% and served it 10-20% faster, for about 10 MB
-		// more peak memory (BENCHMARKS.md, "Garbage collection").
-		debug.SetGCPercent(400)
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		// Should the live heap grow (caches full of large documents), the
-		// collector runs as often as it must to stay near this, rather
-		// than let the heap reach five times the live one.
-		debug.SetMemoryLimit(64 << 20)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv); err != nil {
@@ -61,79 +49,94 @@ func main() {
 	}
 }
 
+// command is the server or one of its subcommands: flags binds the flags
+// it takes, and nothing else, into what it keeps; run does its work once
+// they are parsed.
+type command interface {
+	flags(fs *flagSet)
+	run(ctx context.Context, stdout, stderr io.Writer) error
+}
+
+// commands are the subcommands by name, in the order -h and
+// docs/configuration.md list them; the server is the empty name.
+var commands = []struct {
+	name, does string
+	new        func() command
+}{
+	{"", "serve GraphQL (the default)", func() command { return &server{} }},
+	{"token", "print a bearer token for a user", func() command { return &token{} }},
+	{"import", "bulk-load a graph export wrote (or CSV files of version 1)", func() command { return &importer{} }},
+	{"export", "write the graph as a folder import reads, changing nothing", func() command { return &exporter{} }},
+	{"copy", "move a graph straight between databases", func() command { return &copier{} }},
+	{"migrate", "adopt an EF Core database, apply migrations", func() command { return &migrator{} }},
+	{"schema", "print the DDL the migrations apply, touching no database", func() command { return &schema{} }},
+	{"check-counts", "recount every user's follows, report and repair counts that drifted", func() command { return &counts{} }},
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	if len(args) > 0 {
-		switch args[0] {
-		case "token":
-			return runToken(ctx, args[1:], stdout, stderr, getenv)
-		case "import":
-			return runImport(ctx, args[1:], stdout, stderr, getenv)
-		case "schema":
-			return runSchema(args[1:], stdout, stderr, getenv)
-		case "export":
-			return runExport(ctx, args[1:], stdout, stderr, getenv)
-		case "migrate":
-			return runMigrate(ctx, args[1:], stdout, stderr, getenv)
-		case "copy":
-			return runCopy(ctx, args[1:], stdout, stderr, getenv)
+	if len(args) > 0 && args[0] == configDocCommand {
+		return writeConfigDoc(stdout)
+	}
+	cmd, name := commands[0].new(), "follows"
+	for _, c := range commands[1:] {
+		if len(args) > 0 && args[0] == c.name {
+			cmd, name, args = c.new(), "follows "+c.name, args[1:]
 		}
 	}
-	c, fs := newServerFlags(stderr, getenv)
+	fs := newFlagSet(name, stderr, getenv)
+	cmd.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if err := c.check(); err != nil {
+	return cmd.run(ctx, stdout, stderr)
+}
+
+func (s *server) run(ctx context.Context, stdout, stderr io.Writer) error {
+	if err := s.check(); err != nil {
 		return err
 	}
-	if c.checkCounts {
-		return checkCounts(ctx, c.dsn, stdout)
+	if s.checkCounts {
+		fmt.Fprintln(stderr, "follows: -check-counts is deprecated: run `follows check-counts -db DSN` instead")
+		return (&counts{s.database}).run(ctx, stdout, stderr)
 	}
+	serverGC(os.Getenv)
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	if c.logFormat == "json" {
+	if s.logFormat == "json" {
 		log = slog.New(slog.NewJSONHandler(stderr, nil))
 	}
-	return serve(ctx, *c, log)
+	return s.serve(ctx, log)
 }
 
-// handlerConfig is what of the configuration the HTTP handler reads.
-func (c config) handlerConfig() api.Config {
-	return api.Config{
-		BatchWait:       c.batchWait,
-		MaxComplexity:   c.maxComplexity,
-		MaxDepth:        c.maxDepth,
-		MaxAliases:      c.maxAliases,
-		MaxOperations:   c.maxOperations,
-		MaxBody:         c.maxBody,
-		RequestTimeout:  c.requestTimeout,
-		MaxTokens:       c.maxTokens,
-		MaxSelections:   c.maxSelections,
-		MaxBreadth:      c.maxBreadth,
-		MaxOverlaps:     c.maxOverlaps,
-		MaxErrors:       c.maxErrors,
-		MaxResponse:     c.maxResponse,
-		NoPlayground:    c.noPlayground,
-		NoIntrospection: c.noIntrospection,
-		CORSOrigins:     c.corsOrigins,
-		CORSHeaders:     c.corsHeaders,
-		SignupRate:      c.signupRate,
-		MutationRate:    c.mutationRate,
-		ClientIPHeader:  c.clientIPHeader,
-		Debug:           c.debug,
-		Streams:         c.streams,
+// serverGC sets the collector for a server, unless the environment sets
+// it (GOGC, GOMEMLIMIT); the subcommands keep Go's defaults, for an
+// import's heap is nothing like a server's (docs/decisions/gc-settings.md).
+func serverGC(getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		// A request allocates much and keeps little: collecting at five
+		// times the live heap rather than three spends less of a request's
+		// CPU on the collector, for a little more peak memory
+		// (docs/decisions/gc-settings.md).
+		debug.SetGCPercent(400)
+	}
+	if getenv("GOMEMLIMIT") == "" {
+		// Should the live heap grow (caches full of large documents), the
+		// collector runs as often as it must to stay near this, rather
+		// than let the heap reach five times the live one.
+		debug.SetMemoryLimit(64 << 20)
 	}
 }
 
-func serve(ctx context.Context, c config, log *slog.Logger) error {
-	tokens, err := c.tokens(log)
+func (s *server) serve(ctx context.Context, log *slog.Logger) error {
+	tokens, err := s.tokens(log)
 	if err != nil {
 		return err
 	}
 	// The metrics come first: the store reports its statements to them.
-	m := api.NewMetrics(c.metricsOperations)
-	store, err := db.Open(ctx, c.dsn, db.WithStatementHook(m.Statement), db.WithEvents(c.events))
+	m := api.NewMetrics(s.metricsOperations)
+	store, err := db.Open(ctx, s.dsn, db.WithStatementHook(m.Statement), db.WithEvents(s.events))
 	if err != nil {
 		return err
 	}
@@ -144,52 +147,28 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 	if a := store.Adopted; a.Shape == db.ShapeConvention || a.Shape == db.ShapeJoinEntity {
 		log.Info("adopted an EF Core database", "shape", a.Shape, "steps", a.Steps)
 	}
-	if c.demo {
+	if s.demo {
 		if err := loadDemo(ctx, store, log); err != nil {
 			return err
 		}
 	}
-	if c.oidcIssuer != "" {
-		if err := acceptOIDC(ctx, c, tokens, store, log); err != nil {
+	if s.oidc.Issuer != "" {
+		// Accounts of the provider's users are kept in the store.
+		s.oidc.Accounts, s.oidc.Log = store, log
+		if err := tokens.AcceptProvider(ctx, s.oidc); err != nil {
 			return err
 		}
 	}
-	h := api.NewHandler(store, tokens, c.handlerConfig(), log, m)
+	h := api.NewHandler(store, tokens, s.api, log, m)
 
-	ln, err := net.Listen("tcp", c.addr)
+	ln, err := net.Listen("tcp", s.addr)
 	if err != nil {
 		return err
 	}
-	log.Info("serving GraphQL", "url", "http://"+ln.Addr().String()+"/graphql", "graphiql", "http://"+ln.Addr().String()+"/", "db", redacted(c.dsn))
+	log.Info("serving GraphQL", "url", "http://"+ln.Addr().String()+"/graphql", "graphiql", "http://"+ln.Addr().String()+"/", "db", redacted(s.dsn))
 	// Until SIGTERM, then the requests in flight finish (within the
 	// grace) before the database closes.
-	return api.NewServer(h, c.serverConfig(), log).Serve(ctx, ln)
-}
-
-// acceptOIDC has the server take the JWTs of the OpenID Connect provider
-// configured, with accounts kept in the store. The provider's keys are
-// fetched once now, so that a provider out of reach shows in the log at
-// start; the server starts anyway and tries again when a token comes.
-func acceptOIDC(ctx context.Context, c config, tokens *auth.Tokens, store *db.Store, log *slog.Logger) error {
-	o, err := auth.NewOIDC(auth.OIDCConfig{
-		Issuer:    c.oidcIssuer,
-		Audience:  c.oidcAudience,
-		JWKS:      c.oidcJWKS,
-		UserClaim: c.oidcUserClaim,
-		NameClaim: c.oidcNameClaim,
-		Provision: c.oidcProvision,
-		Accounts:  store,
-		Log:       log,
-	})
-	if err != nil {
-		return fmt.Errorf("OpenID Connect sign-in: %w", err)
-	}
-	if err := o.Refresh(ctx); err != nil {
-		log.Warn("the OpenID Connect provider's keys could not be fetched; tokens are refused until they are", "jwks", c.oidcJWKS, "err", err)
-	}
-	tokens.AcceptOIDC(o)
-	log.Info("accepting tokens of an OpenID Connect provider", "issuer", c.oidcIssuer, "audience", c.oidcAudience, "provision", c.oidcProvision)
-	return nil
+	return api.NewServer(h, s.conns, log).Serve(ctx, ln)
 }
 
 // loadDemo loads the sample graph for -demo, saying whether it did: it goes
@@ -208,15 +187,20 @@ func loadDemo(ctx context.Context, store *db.Store, log *slog.Logger) error {
 	return nil
 }
 
-// runToken prints a bearer token for an existing user, for admins and
+// token prints a bearer token for an existing user, for admins and
 // scripts.
-func runToken(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	c, fs := newFlags("follows token", stderr, getenv)
-	user := fs.String("user", "", "the user's id")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	id, err := strconv.ParseInt(*user, 10, 64)
+type token struct {
+	signing
+	user string
+}
+
+func (c *token) flags(fs *flagSet) {
+	c.signing.flags(fs)
+	fs.StringVar(&c.user, "user", "", "the user's id")
+}
+
+func (c *token) run(ctx context.Context, stdout, stderr io.Writer) error {
+	id, err := strconv.ParseInt(c.user, 10, 64)
 	if err != nil || id <= 0 {
 		return errors.New("token: -user must be a user id")
 	}
@@ -240,10 +224,12 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	return nil
 }
 
-// checkCounts recounts every user's follows and repairs the counts kept on
+// counts recounts every user's follows and repairs the counts kept on
 // Users where they drifted, saying which.
-func checkCounts(ctx context.Context, dsn string, stdout io.Writer) error {
-	store, err := db.Open(ctx, dsn)
+type counts struct{ database }
+
+func (c *counts) run(ctx context.Context, stdout, stderr io.Writer) error {
+	store, err := db.Open(ctx, c.dsn)
 	if err != nil {
 		return err
 	}
@@ -260,15 +246,16 @@ func checkCounts(ctx context.Context, dsn string, stdout io.Writer) error {
 	return nil
 }
 
-// runSchema prints the full DDL script for a dialect, touching no database:
+// schema prints the full DDL script for a dialect, touching no database:
 // what a DBA reviews before the server applies it.
-func runSchema(args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	fs := newFlagSet("follows schema", stderr, getenv)
-	dialect := fs.String("dialect", "sqlite", strings.Join(db.Dialects, ", "))
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	script, err := db.SchemaScript(*dialect)
+type schema struct{ dialect string }
+
+func (c *schema) flags(fs *flagSet) {
+	fs.StringVar(&c.dialect, "dialect", "sqlite", strings.Join(db.Dialects, ", "))
+}
+
+func (c *schema) run(ctx context.Context, stdout, stderr io.Writer) error {
+	script, err := db.SchemaScript(c.dialect)
 	if err != nil {
 		return err
 	}

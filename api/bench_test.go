@@ -19,11 +19,11 @@ import (
 )
 
 // benchHandler serves the graph in FOLLOWS_BENCH_DB (an imported graph,
-// see BENCHMARKS.md) in-process; benchmarks skip without it.
+// see docs/benchmarks.md) in-process; benchmarks skip without it.
 func benchHandler(b *testing.B) http.Handler {
 	path := os.Getenv("FOLLOWS_BENCH_DB")
 	if path == "" {
-		b.Skip("set FOLLOWS_BENCH_DB to an imported graph (see BENCHMARKS.md)")
+		b.Skip("set FOLLOWS_BENCH_DB to an imported graph (see docs/benchmarks.md)")
 	}
 	m := api.NewMetrics("")
 	store, err := db.Open(context.Background(), path, db.WithStatementHook(m.Statement))

@@ -28,50 +28,64 @@ func nested(depth, first int) string {
 func TestHostileInput(t *testing.T) {
 	s := apitest.Start(t)
 	u := s.Sample()
-	alice := u["alice"]
 
-	var page struct {
-		User struct {
-			Followers struct{ PageInfo struct{ EndCursor string } }
-			Following struct{ PageInfo struct{ EndCursor string } }
-		}
+	var requests []hostileRequest
+	requests = append(requests, malformedRequests(s)...)
+	requests = append(requests, badArguments(s, u["alice"])...)
+	requests = append(requests, costlyDocuments(s)...)
+	for _, tc := range requests {
+		t.Run(tc.name, func(t *testing.T) { tc.check(t, tc.send()) })
 	}
-	s.Data("", `{ user(name: "bob") { followers(first: 1) { pageInfo { endCursor } } following(first: 1) { pageInfo { endCursor } } } }`, nil, &page)
-	followersCursor, followingCursor := page.User.Followers.PageInfo.EndCursor, page.User.Following.PageInfo.EndCursor
-	raw, _ := base64.RawURLEncoding.DecodeString(followersCursor)
-	tampered := base64.RawURLEncoding.EncodeToString(bytes.Replace(raw, []byte("|"), []byte("|9"), 1))
+	injectionsDidNothing(t, s)
+}
 
-	aliases := "{"
-	for i := range 51 {
-		aliases += fmt.Sprintf(" a%d: viewer { id }", i)
-	}
-	aliases += " }"
-	operations := ""
-	for i := range 21 {
-		operations += fmt.Sprintf("query Q%d { viewer { id } } ", i)
-	}
+// hostileRequest is one hostile or malformed request and what it must get.
+type hostileRequest struct {
+	name       string
+	send       func() apitest.RawResponse
+	wantStatus int    // 0: any status below 500
+	wantCode   string // "": any code, but one there must be
+	noSQL      bool
+}
 
-	post := func(q string, vars map[string]any) func() apitest.RawResponse {
+// check asserts what every answer to a hostile request must be: no 5xx, a
+// code, no SQL run when the request is refused before the resolvers, and
+// no SQL detail in the body.
+func (tc hostileRequest) check(t *testing.T, r apitest.RawResponse) {
+	if r.Status >= 500 || (tc.wantStatus != 0 && r.Status != tc.wantStatus) {
+		t.Fatalf("status %d, want %d: %.300s", r.Status, tc.wantStatus, r.Body)
+	}
+	code := r.Parsed.Code()
+	if code == "" || (tc.wantCode != "" && code != tc.wantCode) {
+		t.Fatalf("code %q, want %q: %.300s", code, tc.wantCode, r.Body)
+	}
+	if tc.noSQL && r.Parsed.Extensions.Debug.SQLQueries != 0 {
+		t.Errorf("%d SQL statements ran for a refused request", r.Parsed.Extensions.Debug.SQLQueries)
+	}
+	if bytes.Contains(bytes.ToLower(r.Body), []byte("sqlite")) || bytes.Contains(r.Body, []byte("SELECT")) {
+		t.Errorf("SQL detail reached the client: %.300s", r.Body)
+	}
+}
+
+// poster returns a maker of requests that POST a GraphQL document and its
+// variables as JSON, signed in with token unless it is "".
+func poster(s *apitest.Server, token string) func(q string, vars map[string]any) func() apitest.RawResponse {
+	var header map[string]string
+	if token != "" {
+		header = map[string]string{"Authorization": "Bearer " + token}
+	}
+	return func(q string, vars map[string]any) func() apitest.RawResponse {
 		return func() apitest.RawResponse {
-			return s.Raw("POST", "/graphql", "application/json", apitest.Body(q, vars), nil)
+			return s.Raw("POST", "/graphql", "application/json", apitest.Body(q, vars), header)
 		}
 	}
-	asAlice := func(q string, vars map[string]any) func() apitest.RawResponse {
-		return func() apitest.RawResponse {
-			return s.Raw("POST", "/graphql", "application/json", apitest.Body(q, vars), map[string]string{"Authorization": "Bearer " + alice.Token})
-		}
-	}
-	follow := `mutation($id: ID!) { follow(input: {userId: $id}) { alreadyFollowing } }`
-	create := `mutation($n: String!) { createUser(input: {name: $n}) { token } }`
-	followers := `query($after: String, $first: Int) { user(name: "bob") { followers(first: $first, after: $after) { totalCount } } }`
+}
 
-	tests := []struct {
-		name       string
-		send       func() apitest.RawResponse
-		wantStatus int    // 0: any status below 500
-		wantCode   string // "": any code, but one there must be
-		noSQL      bool
-	}{
+// malformedRequests are bodies that are not a GraphQL request, or
+// documents that do not parse or validate.
+func malformedRequests(s *apitest.Server) []hostileRequest {
+	post := poster(s, "")
+	return []hostileRequest{
 		{"malformed JSON", func() apitest.RawResponse {
 			return s.Raw("POST", "/graphql", "application/json", []byte(`{"query": "{ viewer { id }`), nil)
 		}, 400, "BAD_REQUEST", true},
@@ -92,6 +106,19 @@ func TestHostileInput(t *testing.T) {
 		{"unknown field", post(`{ user(name: "alice") { password } }`, nil), 200, "GRAPHQL_VALIDATION_FAILED", true},
 		{"syntax error", post(`{ user(name: "alice" { id } }`, nil), 200, "GRAPHQL_PARSE_FAILED", true},
 		{"wrong variable type", post(`query($id: ID) { user(id: $id) { id } }`, map[string]any{"id": map[string]any{"a": 1}}), 0, "GRAPHQL_VALIDATION_FAILED", true},
+	}
+}
+
+// badArguments are valid documents whose ids, page sizes, cursors and
+// names the resolvers must refuse with BAD_USER_INPUT, injection strings
+// among them.
+func badArguments(s *apitest.Server, alice apitest.Account) []hostileRequest {
+	followersCursor, followingCursor := bobsCursors(s)
+	post, asAlice := poster(s, ""), poster(s, alice.Token)
+	follow := `mutation($id: ID!) { follow(input: {userId: $id}) { alreadyFollowing } }`
+	create := `mutation($n: String!) { createUser(input: {name: $n}) { token } }`
+	followers := `query($after: String, $first: Int) { user(name: "bob") { followers(first: $first, after: $after) { totalCount } } }`
+	return []hostileRequest{
 		{"id not a number", post(`{ user(id: "abc") { id } }`, nil), 200, "BAD_USER_INPUT", true},
 		{"id too large", post(`{ user(id: "99999999999999999999999") { id } }`, nil), 200, "BAD_USER_INPUT", true},
 		{"id negative", post(`{ user(id: "-5") { id } }`, nil), 200, "BAD_USER_INPUT", true},
@@ -100,7 +127,7 @@ func TestHostileInput(t *testing.T) {
 		{"first enormous", post(followers, map[string]any{"first": 2147483647}), 200, "BAD_USER_INPUT", false},
 		{"first beyond Int", post(`{ users(first: 99999999999999999999) { totalCount } }`, nil), 0, "", true},
 		{"garbage cursor", post(followers, map[string]any{"after": "garbage!"}), 200, "BAD_USER_INPUT", false},
-		{"tampered cursor", post(followers, map[string]any{"after": tampered}), 200, "BAD_USER_INPUT", false},
+		{"tampered cursor", post(followers, map[string]any{"after": tampered(followersCursor)}), 200, "BAD_USER_INPUT", false},
 		{"cursor of the other list", post(followers, map[string]any{"after": followingCursor}), 200, "BAD_USER_INPUT", false},
 		{"empty name", post(create, map[string]any{"n": ""}), 200, "BAD_USER_INPUT", true},
 		{"10,000-character name", post(create, map[string]any{"n": strings.Repeat("a", 10000)}), 200, "BAD_USER_INPUT", true},
@@ -109,6 +136,44 @@ func TestHostileInput(t *testing.T) {
 		{"injection in name", post(create, map[string]any{"n": "x'); DROP TABLE Users;--"}), 200, "BAD_USER_INPUT", true},
 		{"duplicate name", post(create, map[string]any{"n": "Alice"}), 200, "BAD_USER_INPUT", false},
 		{"follow id not a number", asAlice(follow, map[string]any{"id": "x"}), 200, "BAD_USER_INPUT", false},
+	}
+}
+
+// bobsCursors reads the end cursors of bob's first page of followers and
+// of following: real cursors, to tamper with and to send to the wrong list.
+func bobsCursors(s *apitest.Server) (followers, following string) {
+	var page struct {
+		User struct {
+			Followers struct{ PageInfo struct{ EndCursor string } }
+			Following struct{ PageInfo struct{ EndCursor string } }
+		}
+	}
+	s.Data("", `{ user(name: "bob") { followers(first: 1) { pageInfo { endCursor } } following(first: 1) { pageInfo { endCursor } } } }`, nil, &page)
+	return page.User.Followers.PageInfo.EndCursor, page.User.Following.PageInfo.EndCursor
+}
+
+// tampered returns cursor with a digit slipped in after its first "|":
+// still well-formed base64, but not a cursor the server wrote.
+func tampered(cursor string) string {
+	raw, _ := base64.RawURLEncoding.DecodeString(cursor)
+	return base64.RawURLEncoding.EncodeToString(bytes.Replace(raw, []byte("|"), []byte("|9"), 1))
+}
+
+// costlyDocuments are documents past a limit (complexity, depth, aliases,
+// operations), refused before any SQL runs, and one whose operation name
+// names none of its operations.
+func costlyDocuments(s *apitest.Server) []hostileRequest {
+	post := poster(s, "")
+	aliases := "{"
+	for i := range 51 {
+		aliases += fmt.Sprintf(" a%d: viewer { id }", i)
+	}
+	aliases += " }"
+	operations := ""
+	for i := range 21 {
+		operations += fmt.Sprintf("query Q%d { viewer { id } } ", i)
+	}
+	return []hostileRequest{
 		{"too complex", post(nested(3, 100), nil), 0, "COMPLEXITY_LIMIT_EXCEEDED", true},
 		{"too deep", post(nested(13, 1), nil), 0, "DEPTH_LIMIT_EXCEEDED", true},
 		{"too many aliases", post(aliases, nil), 0, "ALIAS_LIMIT_EXCEEDED", true},
@@ -121,26 +186,11 @@ func TestHostileInput(t *testing.T) {
 			return s.Raw("POST", "/graphql", "application/json", b, nil)
 		}, 0, "", true},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			r := tc.send()
-			if r.Status >= 500 || (tc.wantStatus != 0 && r.Status != tc.wantStatus) {
-				t.Fatalf("status %d, want %d: %.300s", r.Status, tc.wantStatus, r.Body)
-			}
-			code := r.Parsed.Code()
-			if code == "" || (tc.wantCode != "" && code != tc.wantCode) {
-				t.Fatalf("code %q, want %q: %.300s", code, tc.wantCode, r.Body)
-			}
-			if tc.noSQL && r.Parsed.Extensions.Debug.SQLQueries != 0 {
-				t.Errorf("%d SQL statements ran for a refused request", r.Parsed.Extensions.Debug.SQLQueries)
-			}
-			if bytes.Contains(bytes.ToLower(r.Body), []byte("sqlite")) || bytes.Contains(r.Body, []byte("SELECT")) {
-				t.Errorf("SQL detail reached the client: %.300s", r.Body)
-			}
-		})
-	}
+}
 
-	// The injection strings did nothing: every table and row is there.
+// injectionsDidNothing checks, after the hostile requests, that every
+// table and row is still there and an injection string finds no one.
+func injectionsDidNothing(t *testing.T, s *apitest.Server) {
 	var users struct{ Users struct{ TotalCount int } }
 	s.Data("", `{ users { totalCount } }`, nil, &users)
 	if users.Users.TotalCount != 4 {

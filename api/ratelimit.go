@@ -57,6 +57,17 @@ func ParseRate(s string) (Rate, error) {
 	return r, nil
 }
 
+// Set reads s as ParseRate does: with String, a *Rate is a flag.Value,
+// so a flag set binds a rate straight into a Config.
+func (r *Rate) Set(s string) error {
+	v, err := ParseRate(s)
+	if err != nil {
+		return err
+	}
+	*r = v
+	return nil
+}
+
 func (r Rate) String() string {
 	if r.N == 0 {
 		return "off"

@@ -1,7 +1,9 @@
 package api_test
 
 import (
+	"flag"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"testing"
@@ -136,5 +138,38 @@ func TestMutationRateLimit(t *testing.T) {
 	}
 	if r := follow("192.0.2.51"); r.Status != 200 || r.Parsed.Code() != "" {
 		t.Errorf("a follow from another address: %d %s", r.Status, r.Body)
+	}
+}
+
+// A Rate is a flag: what it is given reads as ParseRate reads it, what it
+// prints reads back the same, and a rate that makes no sense is refused by the flag
+// set, naming the flag.
+func TestRateFlag(t *testing.T) {
+	for _, tc := range []struct {
+		arg  string
+		want api.Rate
+		err  string
+	}{
+		{"25/5m", api.Rate{N: 25, Per: 5 * time.Minute}, ""},
+		{"20/h", api.Rate{N: 20, Per: time.Hour}, ""},
+		{"off", api.Rate{}, ""},
+		{"0/m", api.Rate{}, "-rate"},
+		{"10/fortnight", api.Rate{}, "-rate"},
+	} {
+		r := api.Rate{N: 1, Per: time.Second}
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		fs.Var(&r, "rate", "a rate")
+		err := fs.Parse([]string{"-rate", tc.arg})
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("-rate %s: %v, want an error naming %s", tc.arg, err, tc.err)
+			}
+			continue
+		}
+		again, _ := api.ParseRate(r.String())
+		if err != nil || r != tc.want || again != r {
+			t.Errorf("-rate %s: %+v (%s), %v; want %+v", tc.arg, r, r.String(), err, tc.want)
+		}
 	}
 }

@@ -158,6 +158,25 @@ func NewOIDC(cfg OIDCConfig) (*OIDC, error) {
 	return o, nil
 }
 
+// AcceptProvider has t take the JWTs of the provider cfg names, besides
+// its own tokens. The provider's keys are fetched once now, so that a
+// provider out of reach shows in cfg.Log at start; t takes its tokens
+// anyway, fetching the keys again when one comes.
+func (t *Tokens) AcceptProvider(ctx context.Context, cfg OIDCConfig) error {
+	o, err := NewOIDC(cfg)
+	if err != nil {
+		return fmt.Errorf("OpenID Connect sign-in: %w", err)
+	}
+	if err := o.Refresh(ctx); err != nil && cfg.Log != nil {
+		cfg.Log.Warn("the OpenID Connect provider's keys could not be fetched; tokens are refused until they are", "jwks", cfg.JWKS, "err", err)
+	}
+	t.AcceptOIDC(o)
+	if cfg.Log != nil {
+		cfg.Log.Info("accepting tokens of an OpenID Connect provider", "issuer", cfg.Issuer, "audience", cfg.Audience, "provision", cfg.Provision)
+	}
+	return nil
+}
+
 // Refresh fetches the key set now; a server calls it at start to learn
 // early that the provider cannot be reached.
 func (o *OIDC) Refresh(ctx context.Context) error {

@@ -22,7 +22,7 @@ import (
 // divided. A line marks 1x (even) and a short line over a query its
 // target, so that a reader sees at a glance where it stands.
 //
-//	go run ./bench chart -in results.jsonl -out docs/peer-bench.svg
+//	go run ./bench chart -in results.jsonl -out chart.svg
 func runChart(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("bench chart", flag.ContinueOnError)
 	in := fs.String("in", "", "results JSON lines of a peer-bench run (logs/results-*.jsonl or last-run.jsonl)")
@@ -73,7 +73,7 @@ func runChart(args []string, stdout io.Writer) error {
 // (A target at or below 1x is the even line itself and is not drawn.)
 const defaultTargets = "q1_profile=3,q2_fanout=1.5,q4_suggestions=2"
 
-// queryLabels are the harness's query names as BENCHMARKS.md calls them.
+// queryLabels are the harness's query names as docs/benchmarks.md calls them.
 var queryLabels = map[string]string{
 	"q1_profile":            "Q1 profile",
 	"q1c_profile_celebrity": "Q1 most followed",

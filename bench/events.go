@@ -54,40 +54,12 @@ func runEvents(args []string, stdout io.Writer) error {
 		dsn = pg
 	}
 
-	// The users are made beside the server, their tokens minted with its
-	// secret: sign-up's rate limit stays as it is.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	store, err := db.Open(ctx, dsn)
+	users, err := mintEventUsers(ctx, dsn, 2**follows, *idle)
 	if err != nil {
 		return err
 	}
-	tokens, err := auth.NewTokens([]byte(benchSecret), time.Hour)
-	if err != nil {
-		return err
-	}
-	mint := func(name string) (int64, string, error) {
-		u, err := store.CreateUser(ctx, name)
-		return u.ID, tokens.Mint(u.ID, u.SecurityStamp), err
-	}
-	starID, starToken, err := mint("star")
-	if err != nil {
-		return err
-	}
-	fans := make([]string, 2**follows)
-	for i := range fans {
-		if _, fans[i], err = mint(fmt.Sprintf("fan%d", i)); err != nil {
-			return err
-		}
-	}
-	idlers := make([]string, *idle)
-	for i := range idlers {
-		if _, idlers[i], err = mint(fmt.Sprintf("idle%d", i)); err != nil {
-			return err
-		}
-	}
-	store.Close()
-
 	// Room for every subscriber's connection beside the load's.
 	srv, url, err := startServer(ctx, bin, dsn, "-max-conns", fmt.Sprint(*idle+100))
 	if err != nil {
@@ -95,42 +67,123 @@ func runEvents(args []string, stdout io.Writer) error {
 	}
 	defer func() { srv.Process.Kill(); srv.Wait() }()
 	wsURL := "ws" + strings.TrimPrefix(url, "http") + "/graphql"
-	httpClient := &http.Client{Timeout: 10 * time.Second}
-
-	star, err := subscribe(ctx, wsURL, starToken)
+	star, err := subscribe(ctx, wsURL, users.starToken)
 	if err != nil {
 		return err
 	}
-	received := make(chan time.Time, 2**follows)
-	go readEvents(ctx, star, func() { received <- time.Now() })
-	time.Sleep(time.Second) // the subscription starts "now"
-	round := func(fans []string) (p50, p99 time.Duration, err error) {
-		var lat []time.Duration
-		for _, fan := range fans {
-			start := time.Now()
-			if _, err := gql(httpClient, url, fan, `mutation($id: ID!) { follow(input: {userId: $id}) { alreadyFollowing } }`,
-				map[string]any{"id": fmt.Sprint(starID)}); err != nil {
-				return 0, 0, err
-			}
-			select {
-			case at := <-received:
-				lat = append(lat, at.Sub(start))
-			case <-time.After(10 * time.Second):
-				return 0, 0, fmt.Errorf("no event within 10s")
-			}
-		}
-		slices.Sort(lat)
-		return lat[len(lat)/2], lat[len(lat)*99/100], nil
+	timer := followTimer{
+		client:   &http.Client{Timeout: 10 * time.Second},
+		url:      url,
+		starID:   users.starID,
+		received: make(chan time.Time, 2**follows),
 	}
+	go readEvents(ctx, star, func() { timer.received <- time.Now() })
+	time.Sleep(time.Second) // the subscription starts "now"
 
 	fmt.Fprintf(stdout, "| idle subscribers | follows | p50 ms | p99 ms | server RSS MB |\n| ---: | ---: | ---: | ---: | ---: |\n")
-	p50, p99, err := round(fans[:*follows])
+	p50, p99, err := timer.round(users.fans[:*follows])
 	if err != nil {
 		return err
 	}
 	before := rssKB(srv.Process.Pid)
 	fmt.Fprintf(stdout, "| 0 | %d | %.2f | %.2f | %.0f |\n", *follows, ms(p50), ms(p99), float64(before)/1024)
 
+	conns := subscribeIdle(ctx, wsURL, users.idlers)
+	defer func() {
+		for _, c := range conns {
+			c.CloseNow()
+		}
+	}()
+	time.Sleep(2 * time.Second) // every subscription started, its goroutines parked
+	after := rssKB(srv.Process.Pid)
+	p50, p99, err = timer.round(users.fans[*follows:])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "| %d | %d | %.2f | %.2f | %.0f |\n", len(conns), *follows, ms(p50), ms(p99), float64(after)/1024)
+	fmt.Fprintf(stdout, "\n%d idle subscribers: server RSS %.1f MB -> %.1f MB, %.1f KB each\n",
+		len(conns), float64(before)/1024, float64(after)/1024, float64(after-before)/float64(max(len(conns), 1)))
+	return nil
+}
+
+// eventUsers are the users of the events benchmark, as tokens: the star
+// every fan follows, the fans (one per timed follow), and the idle
+// subscribers.
+type eventUsers struct {
+	starID       int64
+	starToken    string
+	fans, idlers []string
+}
+
+// mintEventUsers makes the users beside the server, their tokens minted
+// with its secret, so that sign-up's rate limit stays as it is.
+func mintEventUsers(ctx context.Context, dsn string, fans, idle int) (eventUsers, error) {
+	var users eventUsers
+	store, err := db.Open(ctx, dsn)
+	if err != nil {
+		return users, err
+	}
+	defer store.Close()
+	tokens, err := auth.NewTokens([]byte(benchSecret), time.Hour)
+	if err != nil {
+		return users, err
+	}
+	mint := func(name string) (int64, string, error) {
+		u, err := store.CreateUser(ctx, name)
+		return u.ID, tokens.Mint(u.ID, u.SecurityStamp), err
+	}
+	if users.starID, users.starToken, err = mint("star"); err != nil {
+		return users, err
+	}
+	users.fans = make([]string, fans)
+	for i := range users.fans {
+		if _, users.fans[i], err = mint(fmt.Sprintf("fan%d", i)); err != nil {
+			return users, err
+		}
+	}
+	users.idlers = make([]string, idle)
+	for i := range users.idlers {
+		if _, users.idlers[i], err = mint(fmt.Sprintf("idle%d", i)); err != nil {
+			return users, err
+		}
+	}
+	return users, nil
+}
+
+// followTimer times follows of the star: from a follow mutation's send to
+// its event arriving on received, which the star's subscription feeds.
+type followTimer struct {
+	client   *http.Client
+	url      string
+	starID   int64
+	received chan time.Time
+}
+
+// round has each fan follow the star in turn, waiting for each event
+// before the next follow, and gives the latencies' p50 and p99.
+func (f followTimer) round(fans []string) (p50, p99 time.Duration, err error) {
+	var lat []time.Duration
+	for _, fan := range fans {
+		start := time.Now()
+		if _, err := gql(f.client, f.url, fan, `mutation($id: ID!) { follow(input: {userId: $id}) { alreadyFollowing } }`,
+			map[string]any{"id": fmt.Sprint(f.starID)}); err != nil {
+			return 0, 0, err
+		}
+		select {
+		case at := <-f.received:
+			lat = append(lat, at.Sub(start))
+		case <-time.After(10 * time.Second):
+			return 0, 0, fmt.Errorf("no event within 10s")
+		}
+	}
+	slices.Sort(lat)
+	return lat[len(lat)/2], lat[len(lat)*99/100], nil
+}
+
+// subscribeIdle subscribes every idler, at most 50 dialling at once, and
+// returns the connections that opened; one that fails is reported on
+// stderr and left out, so the figures count only those subscribed.
+func subscribeIdle(ctx context.Context, wsURL string, idlers []string) []*coderws.Conn {
 	var mu sync.Mutex
 	var conns []*coderws.Conn
 	var wg sync.WaitGroup
@@ -151,19 +204,7 @@ func runEvents(args []string, stdout io.Writer) error {
 		})
 	}
 	wg.Wait()
-	time.Sleep(2 * time.Second) // every subscription started, its goroutines parked
-	after := rssKB(srv.Process.Pid)
-	p50, p99, err = round(fans[*follows:])
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "| %d | %d | %.2f | %.2f | %.0f |\n", len(conns), *follows, ms(p50), ms(p99), float64(after)/1024)
-	fmt.Fprintf(stdout, "\n%d idle subscribers: server RSS %.1f MB -> %.1f MB, %.1f KB each\n",
-		len(conns), float64(before)/1024, float64(after)/1024, float64(after-before)/float64(max(len(conns), 1)))
-	for _, c := range conns {
-		c.CloseNow()
-	}
-	return nil
+	return conns
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

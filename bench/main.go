@@ -3,8 +3,7 @@
 //
 //	go run ./bench gen -size large -out DIR    write users.csv and follows.csv
 //	go run ./bench load -size large            import, serve, load, print a table
-//	go run ./bench chart -in results.jsonl -out docs/peer-bench.svg
-//	                                           chart a peer-bench run's ratios
+//	go run ./bench chart -in results.jsonl -out chart.svg   chart a peer-bench run's ratios
 //	go run ./bench events                      follow-to-event latency, idle subscribers' memory
 package main
 

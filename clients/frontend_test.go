@@ -43,7 +43,7 @@ func runNode(t *testing.T, args ...string) {
 	}
 }
 
-// Apollo Client 3 with the README's cache and updates (apollo/follows.mjs):
+// Apollo Client 3 with docs/clients.md's cache and updates (apollo/follows.mjs):
 // relayStylePagination pages a followers list forward, and backward from
 // its end, without a duplicate or a gap, follow and unfollow payloads
 // change the cached list with no request but the mutation's, and node ids
@@ -54,7 +54,7 @@ func TestApolloClient(t *testing.T) {
 	runNode(t, "apollo.mjs", s.URL+"/graphql", followedStar(s))
 }
 
-// relay-compiler compiles the README's Relay snippet (relay/UserFollowers.js:
+// relay-compiler compiles docs/clients.md's Relay snippet (relay/UserFollowers.js:
 // a @refetchable user fragment with a @connection paged both ways, and
 // mutations with @prependEdge, @deleteEdge and @deleteRecord) against
 // schema.graphql, and relay-runtime runs what it made against the server:
@@ -74,10 +74,10 @@ func TestRelay(t *testing.T) {
 	runNode(t, "relay.mjs", s.URL+"/graphql", followedStar(s))
 }
 
-// The README's frontend section shows the Apollo and Relay snippets that
-// the tests above run, as they are.
+// The clients page (docs/clients.md) shows the Apollo and Relay snippets
+// that the tests above run, as they are.
 func TestREADMEShowsTheTestedSnippets(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "docs", "clients.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestREADMEShowsTheTestedSnippets(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !strings.Contains(string(readme), string(snippet)) {
-			t.Errorf("README.md does not show clients/%s as it is", f)
+			t.Errorf("docs/clients.md does not show clients/%s as it is", f)
 		}
 	}
 }

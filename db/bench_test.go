@@ -13,7 +13,7 @@ import (
 func benchStore(b *testing.B) *Store {
 	path := os.Getenv("FOLLOWS_BENCH_DB")
 	if path == "" {
-		b.Skip("set FOLLOWS_BENCH_DB to an imported graph (see BENCHMARKS.md)")
+		b.Skip("set FOLLOWS_BENCH_DB to an imported graph (see docs/benchmarks.md)")
 	}
 	s, err := Open(context.Background(), path)
 	if err != nil {

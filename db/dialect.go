@@ -9,6 +9,8 @@ import (
 
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
+
+	"follows/db/adopt"
 )
 
 // dialect is the seam between SQL databases, what every dialect must
@@ -243,7 +245,7 @@ type (
 	// adopter reads and changes the catalogue for adopting an EF Core
 	// database (adopt.go) and for exporting one.
 	adopter interface {
-		adoption() *adoption
+		adoption() adopt.Dialect
 	}
 )
 
@@ -312,10 +314,9 @@ type lockClause struct{ hint, suffix string }
 // to say it.
 const insertUserReturning = `INSERT INTO Users (Name, SecurityStamp) VALUES (?, ?) RETURNING Id`
 
-// adoption is the store's dialect's adoption (see adopter); nil where it
-// adopts none.
-func (s *Store) adoption() *adoption {
-	if a, ok := s.d.(adopter); ok {
+// adoptionOf is d's adoption (see adopter); nil where it adopts none.
+func adoptionOf(d dialect) adopt.Dialect {
+	if a, ok := d.(adopter); ok {
 		return a.adoption()
 	}
 	return nil

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/pressly/goose/v3"
+
+	"follows/db/adopt"
 )
 
 // A graph is read out for export or copy without changing its database:
@@ -79,7 +81,7 @@ func OpenGraph(ctx context.Context, dsn string) (*GraphReader, error) {
 func (s *Store) ReadGraph(ctx context.Context) (*GraphReader, error) { return s.readGraph(ctx) }
 
 func (s *Store) readGraph(ctx context.Context) (_ *GraphReader, err error) {
-	a := s.adoption()
+	a := adoptionOf(s.d)
 	if a == nil {
 		return nil, fmt.Errorf("export: not built for %s", s.d.name())
 	}
@@ -96,7 +98,7 @@ func (s *Store) readGraph(ctx context.Context) (_ *GraphReader, err error) {
 	// The columns of each table there is, as adoption reads them.
 	tables := map[string]bool{}
 	for _, table := range []string{"Users", "Follows", "UserUser", "Blocks", goose.DefaultTablename} {
-		defs, err := a.catalogue.describeColumns(ctx, g.r, table)
+		defs, err := a.Columns(ctx, adoptionTx{tx, s.d}, table)
 		if err != nil {
 			return nil, fmt.Errorf("export: read the catalogue: %w", err)
 		}
@@ -105,13 +107,13 @@ func (s *Store) readGraph(ctx context.Context) (_ *GraphReader, err error) {
 		}
 		tables[table], g.cols[table] = true, map[string]bool{}
 		for _, c := range defs {
-			g.cols[table][c.name] = true
+			g.cols[table][c.Name] = true
 		}
 	}
 	if !tables["Users"] {
 		return nil, errors.New("export: no Users table: not a database of this model")
 	}
-	if g.Shape, err = shapeOf(tables); err != nil {
+	if g.Shape, err = adopt.ShapeOf(tables); err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
 	if g.Shape == ShapeOurs {

@@ -10,7 +10,7 @@ import "sync"
 // statement has just read is the list that statement would read: reading
 // a version is one seek where reading a list walks up to 400 index
 // entries, 0.26-0.34 µs each, most of a suggestions call's cost
-// (BENCHMARKS.md). Lists are never changed once held.
+// (docs/decisions/suggestion-list-cache.md). Lists are never changed once held.
 type followLists struct {
 	mu    sync.Mutex
 	lists map[int64]followList

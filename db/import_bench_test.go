@@ -24,7 +24,7 @@ import (
 func BenchmarkImport(b *testing.B) {
 	dir := os.Getenv("FOLLOWS_BENCH_CSV")
 	if dir == "" {
-		b.Skip("set FOLLOWS_BENCH_CSV to a folder with users.csv and follows.csv (see BENCHMARKS.md)")
+		b.Skip("set FOLLOWS_BENCH_CSV to a folder with users.csv and follows.csv (see docs/benchmarks.md)")
 	}
 	ctx := context.Background()
 	start := time.Now()

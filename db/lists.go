@@ -128,7 +128,7 @@ func mutualCount(user string) string {
 // newest SuggestionsPerVia follows, so that one call reads at most
 // SuggestionVia × SuggestionsPerVia (10,000) follows, whoever asks.
 // Without it an account following 20,000 users cost 1.5 s of SQL a call.
-// On the large benchmark graph (BENCHMARKS.md) the worst case, a user whose
+// On the large benchmark graph (docs/decisions/suggestion-bounds.md) the worst case, a user whose
 // 25 newest follows each follow 3,000 others, costs about 40 ms of CPU. A
 // typical user (15 to 25 follows) has all its follows counted, and the
 // answers of 194 of 200 typical users are unchanged; the other six follow

@@ -15,6 +15,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
+
+	"follows/db/adopt"
 )
 
 // PostgreSQL, through pgx's database/sql driver, for teams that run several
@@ -63,7 +65,7 @@ func (*postgresDialect) arg(v any) any                     { return postgresArg(
 func (*postgresDialect) timeArg(t time.Time) any           { return t.UTC() }
 func (*postgresDialect) scanTime(v any) (time.Time, error) { return scanPostgresTime(v) }
 func (*postgresDialect) classify(err error) error          { return classifyPostgres(err) }
-func (*postgresDialect) adoption() *adoption               { return postgresAdoptionOnce() }
+func (*postgresDialect) adoption() adopt.Dialect           { return postgresAdoptionOnce() }
 
 // exportTx reads a graph in a snapshot.
 func (*postgresDialect) exportTx() *sql.TxOptions {
@@ -71,7 +73,7 @@ func (*postgresDialect) exportTx() *sql.TxOptions {
 }
 
 // postgresAdoptionOnce is PostgreSQL's adoption, made once.
-var postgresAdoptionOnce = sync.OnceValue(postgresAdoption)
+var postgresAdoptionOnce = sync.OnceValue(adopt.Postgres)
 
 func (*postgresDialect) sessionLocker() (lock.SessionLocker, error) {
 	// An advisory lock held by the migrating session: the other

@@ -5,6 +5,8 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
+
+	"follows/db/adopt"
 )
 
 // Dialects are the database kinds the store speaks, by name.
@@ -43,7 +45,7 @@ func SchemaScript(name string) (string, error) {
 			return "", err
 		}
 		fmt.Fprintf(&b, "\n-- Migration %s\n", e.Name())
-		for _, stmt := range upStatements(string(src)) {
+		for _, stmt := range adopt.Statements(string(src)) {
 			b.WriteString("\n" + stmt + "\n")
 			if batches {
 				b.WriteString(sep.batchSeparator() + "\n")
@@ -51,40 +53,4 @@ func SchemaScript(name string) (string, error) {
 		}
 	}
 	return b.String(), nil
-}
-
-// upStatements splits a goose migration's Up section into statements: one
-// ends at a line ending in ";", except inside StatementBegin/End. Comments
-// between statements stay with the statement that follows them.
-func upStatements(src string) []string {
-	var out, cur []string
-	up, block := false, false
-	for _, line := range strings.Split(src, "\n") {
-		trimmed := strings.TrimSpace(line)
-		switch trimmed {
-		case "-- +goose Up":
-			up = true
-			continue
-		case "-- +goose Down":
-			up = false
-			continue
-		case "-- +goose StatementBegin":
-			block = true
-			continue
-		case "-- +goose StatementEnd":
-			block = false
-			out = append(out, strings.TrimSpace(strings.Join(cur, "\n")))
-			cur = nil
-			continue
-		}
-		if !up || (trimmed == "" && len(cur) == 0) {
-			continue
-		}
-		cur = append(cur, line)
-		if !block && strings.HasSuffix(trimmed, ";") && !strings.HasPrefix(trimmed, "--") {
-			out = append(out, strings.TrimSpace(strings.Join(cur, "\n")))
-			cur = nil
-		}
-	}
-	return out
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/pressly/goose/v3"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"follows/db/adopt"
 )
 
 // sqliteDSN adds the connection settings every pooled connection needs. They
@@ -21,8 +23,8 @@ import (
 // cache holds more of the pages that every request visits (the Users
 // table is 6 MB on the harness's graph; a cache miss is a pread, 17% of
 // the fan-out query's CPU with 1 MB caches). Against eight connections
-// with 1 MB each, in local runs on the harness's graph (BENCHMARKS.md,
-// "Issue 15 at this stop"), the fan-out query ran 5-15% faster with a
+// with 1 MB each, in local runs on the harness's graph
+// (docs/decisions/sqlite-pool.md), the fan-out query ran 5-15% faster with a
 // p99 a fifth lower, and the peak resident size was no higher (65-70 MB
 // against 71): each pooled connection also keeps its own copy of every
 // prepared statement. (With eight 1 MB caches, eight connections' caches
@@ -88,7 +90,7 @@ func (*sqliteDialect) arg(v any) any            { return v }
 func (*sqliteDialect) timeArg(t time.Time) any  { return formatSQLiteTime(t) }
 func (*sqliteDialect) classify(err error) error { return classifySQLite(err) }
 func (*sqliteDialect) exportTx() *sql.TxOptions { return &sql.TxOptions{ReadOnly: true} }
-func (*sqliteDialect) adoption() *adoption      { return sqliteAdoptionOnce() }
+func (*sqliteDialect) adoption() adopt.Dialect  { return sqliteAdoptionOnce() }
 func (*sqliteDialect) insertUser() string       { return insertUserReturning }
 func (*sqliteDialect) insertEvent() string      { return insertEventReturning }
 func (*sqliteDialect) idSet() string            { return `SELECT value FROM json_each(?)` }
@@ -144,7 +146,7 @@ JOIN Blocks AS b ON b.BlockerId = p.value ->> 0 AND b.BlockedId = p.value ->> 1`
 )
 
 // sqliteAdoptionOnce is SQLite's adoption, made once.
-var sqliteAdoptionOnce = sync.OnceValue(sqliteAdoption)
+var sqliteAdoptionOnce = sync.OnceValue(adopt.SQLite)
 
 // formatSQLiteTime is t.UTC().Format(sqliteTime), written digit by digit:
 // an import formats every follow's time, and Format was 8% of the

@@ -22,7 +22,8 @@ ON CONFLICT (UserId) DO UPDATE SET Version = Version + 1`
 // is a range of an index that covers it: the counting and excluding that
 // SQLite would do by sorting groups on disk pages and by a lookup per row,
 // Go does on the ids in memory (tally.count). A list in one row rather
-// than a row per id costs a third less (BENCHMARKS.md): the driver's work
+// than a row per id costs a third less
+// (docs/decisions/suggestions-ranked-in-go.md): the driver's work
 // per row outweighs SQLite's per id.
 var sqliteSuggestionFollowees = `SELECT ? AS k, group_concat(mine.FolloweeId || ',' || coalesce(fv.Version, 0))
 FROM (` + sqliteNewestFollowees("?", SuggestionVia) + `) AS mine

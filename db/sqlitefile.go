@@ -7,7 +7,7 @@ package db
 // single-threaded work: the table and primary key appends about 3.5 s of
 // CPU, sorting the (FolloweeId, CreatedAt, FollowerId) index about 6 s.
 // Sorted and written here, side by side, the four trees of Follows take
-// about 2.5 s of CPU, 2 to 3 s on two cores (BENCHMARKS.md, "Import").
+// about 2.5 s of CPU, 2 to 3 s on two cores (docs/decisions/import-speed.md).
 //
 // Only what an import into an empty table needs is here: each tree is
 // built whole, bottom up, its pages full, appended at the end of the

@@ -15,6 +15,8 @@ import (
 	mssql "github.com/microsoft/go-mssqldb"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
+
+	"follows/db/adopt"
 )
 
 // SQL Server, through go-mssqldb, for teams that run several server
@@ -65,7 +67,7 @@ func (*sqlserverDialect) arg(v any) any                     { return sqlserverAr
 func (*sqlserverDialect) timeArg(t time.Time) any           { return civil.DateTimeOf(t.UTC()) }
 func (*sqlserverDialect) scanTime(v any) (time.Time, error) { return scanSQLServerTime(v) }
 func (*sqlserverDialect) classify(err error) error          { return classifySQLServer(err) }
-func (*sqlserverDialect) adoption() *adoption               { return sqlserverAdoptionOnce() }
+func (*sqlserverDialect) adoption() adopt.Dialect           { return sqlserverAdoptionOnce() }
 
 func (*sqlserverDialect) checkServer(ctx context.Context, db *sql.DB) error {
 	return checkCompatibilityLevel(ctx, db)
@@ -76,7 +78,7 @@ func (*sqlserverDialect) checkServer(ctx context.Context, db *sql.DB) error {
 func (*sqlserverDialect) exportTx() *sql.TxOptions { return nil }
 
 // sqlserverAdoptionOnce is SQL Server's adoption, made once.
-var sqlserverAdoptionOnce = sync.OnceValue(sqlserverAdoption)
+var sqlserverAdoptionOnce = sync.OnceValue(adopt.SQLServer)
 
 func (*sqlserverDialect) sessionLocker() (lock.SessionLocker, error) {
 	return appLock{resource: "follows-migrations", timeout: 5 * time.Minute}, nil

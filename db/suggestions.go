@@ -134,7 +134,7 @@ func (t *tally) reset() {
 // came, unless excluded. Sorting the ids and counting runs of equal ones,
 // with the candidates as (id, via) pairs, took 32 µs for the harness's
 // typical user's 755 ids where a hash map's increments and candidates as
-// whole Suggestions took 68 (BENCHMARKS.md).
+// whole Suggestions took 68 (docs/decisions/suggestions-ranked-in-go.md).
 func (t *tally) count() {
 	slices.Sort(t.via)
 	slices.Sort(t.exclude)

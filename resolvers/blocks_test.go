@@ -67,11 +67,35 @@ func TestBlocksAndDeactivation(t *testing.T) { apitest.Each(t, testBlocksAndDeac
 func testBlocksAndDeactivation(t *testing.T, on apitest.Database) {
 	s := on.Start(t)
 	u := s.Sample()
-	alice, bob, carol := u["alice"], u["bob"], u["carol"]
-	block := `mutation($id: ID!) { block(input: {userId: $id}) { blocker { name followerCount } blocked { name } alreadyBlocked removedFollows } }`
-	unblock := `mutation($id: ID!) { unblock(input: {userId: $id}) { wasBlocked } }`
+	c := blockCast{s: s, alice: u["alice"], bob: u["bob"], carol: u["carol"]}
 
-	// alice blocks bob: both follows between them go.
+	c.blockRemovesFollows(t)
+	c.blockHidesTheBlocker(t)
+	c.unblockAllowsFollowsAgain(t)
+
+	// Back to the sample graph's follows; now carol deactivates, then
+	// comes back.
+	before := map[string]*profile{}
+	for _, name := range []string{"alice", "bob", "dave"} {
+		before[name] = profileOf(t, s, "", name)
+	}
+	c.deactivationHidesTheUser(t)
+	c.reactivationRestores(t, before)
+}
+
+// blockCast is the sample graph's server and the three users the block and
+// deactivation steps act on; the steps run in order, each on the graph the
+// one before left.
+type blockCast struct {
+	s                 *apitest.Server
+	alice, bob, carol apitest.Account
+}
+
+// blockRemovesFollows: alice blocks bob, and both follows between them go;
+// blocking again changes nothing, and neither may follow the other.
+func (c blockCast) blockRemovesFollows(t *testing.T) {
+	s, alice, bob := c.s, c.alice, c.bob
+	block := `mutation($id: ID!) { block(input: {userId: $id}) { blocker { name followerCount } blocked { name } alreadyBlocked removedFollows } }`
 	var b struct {
 		Block struct {
 			Blocker struct {
@@ -101,6 +125,13 @@ func testBlocksAndDeactivation(t *testing.T, on apitest.Database) {
 	if a.FollowerCount != 0 || len(a.MutualFollows.Nodes) != 0 {
 		t.Errorf("alice after the block: %d followers, mutual %v; want 0 and none", a.FollowerCount, a.MutualFollows.Nodes)
 	}
+}
+
+// blockHidesTheBlocker: while alice blocks bob, bob's suggestions never
+// name her, each sees the block from their side, and only alice reads her
+// blocked list.
+func (c blockCast) blockHidesTheBlocker(t *testing.T) {
+	s, alice, bob, carol := c.s, c.alice, c.bob, c.carol
 	// bob follows dave, who is followed by carol whom alice follows: bob's
 	// suggestions must not name alice, whatever the graph.
 	s.Follow(bob, carol)
@@ -132,8 +163,13 @@ func testBlocksAndDeactivation(t *testing.T, on apitest.Database) {
 		t.Errorf("bob reading alice's blocked list: %+v, want FORBIDDEN", r.Errors)
 	}
 	s.Do(bob.Token, `mutation($id: ID!) { unfollow(input: {userId: $id}) { wasFollowing } }`, map[string]any{"id": carol.ID})
+}
 
-	// unblock: bob can follow again.
+// unblockAllowsFollowsAgain: alice unblocks bob, and the two follow each
+// other again, as in the sample graph.
+func (c blockCast) unblockAllowsFollowsAgain(t *testing.T) {
+	s, alice, bob := c.s, c.alice, c.bob
+	unblock := `mutation($id: ID!) { unblock(input: {userId: $id}) { wasBlocked } }`
 	var ub struct{ Unblock struct{ WasBlocked bool } }
 	s.Data(alice.Token, unblock, map[string]any{"id": bob.ID}, &ub)
 	if !ub.Unblock.WasBlocked {
@@ -142,12 +178,13 @@ func testBlocksAndDeactivation(t *testing.T, on apitest.Database) {
 	s.Follow(bob, alice)
 	s.Follow(alice, bob)
 	s.CheckGraph()
+}
 
-	// Back to the sample graph's follows; now carol deactivates.
-	before := map[string]*profile{}
-	for _, name := range []string{"alice", "bob", "dave"} {
-		before[name] = profileOf(t, s, "", name)
-	}
+// deactivationHidesTheUser: carol deactivates, and leaves every count,
+// list and suggestion; others no longer find her, she still sees herself,
+// and she may follow no one, nor anyone her.
+func (c blockCast) deactivationHidesTheUser(t *testing.T) {
+	s, alice, carol := c.s, c.alice, c.carol
 	var d struct {
 		DeactivateAccount struct {
 			User        struct{ Name string }
@@ -186,9 +223,13 @@ func testBlocksAndDeactivation(t *testing.T, on apitest.Database) {
 	if users.Users.TotalCount != 3 {
 		t.Errorf("users.totalCount with carol deactivated = %d, want 3", users.Users.TotalCount)
 	}
+}
 
-	// carol reactivates: everything as before, follow dates included.
-	s.Data(carol.Token, `mutation { reactivateAccount { deactivated } }`, nil, &struct{}{})
+// reactivationRestores: carol reactivates, and the profiles read before
+// she left are as they were, follow dates included.
+func (c blockCast) reactivationRestores(t *testing.T, before map[string]*profile) {
+	s := c.s
+	s.Data(c.carol.Token, `mutation { reactivateAccount { deactivated } }`, nil, &struct{}{})
 	s.CheckGraph()
 	for name, was := range before {
 		now := profileOf(t, s, "", name)

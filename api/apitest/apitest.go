@@ -96,6 +96,22 @@ func StartDSN(t testing.TB, params string, opts ...func(*api.Config)) *Server {
 	return s
 }
 
+// StartOn serves the graph already in the database dsn names (a SQLite
+// file's path or a PostgreSQL URL), as Start serves a new one; several
+// may serve one database, as the server's replicas do.
+func StartOn(t testing.TB, dsn string, opts ...func(*api.Config)) *Server {
+	t.Helper()
+	d, path := SQLite, dsn
+	if isPostgres(dsn) {
+		d, path = Postgres, ""
+	}
+	s, h := d.serverOn(t, dsn, path, opts)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	s.URL = srv.URL
+	return s
+}
+
 // newServer opens a new database of this kind (a SQLite file with URI
 // parameters params, if any) and makes the handler of a Server, which is
 // yet to listen.
@@ -109,6 +125,13 @@ func (d Database) newServer(t testing.TB, params string, opts []func(*api.Config
 			dsn += "?" + params
 		}
 	}
+	return d.serverOn(t, dsn, path, opts)
+}
+
+// serverOn opens the database dsn names, a SQLite file at path or another
+// kind's, and makes the handler of a Server, which is yet to listen.
+func (d Database) serverOn(t testing.TB, dsn, path string, opts []func(*api.Config)) (*Server, http.Handler) {
+	t.Helper()
 	m := api.NewMetrics("")
 	store, err := db.Open(context.Background(), dsn, db.WithStatementHook(m.Statement))
 	if err != nil {
