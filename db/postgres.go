@@ -29,7 +29,7 @@ import (
 // ("Users", "FollowerId", PK_Follows...), so an EF Core app can share the
 // database. Its files: this one, postgres_lists.go (the list and
 // suggestions statements), postgres_import.go (bulk import with COPY),
-// postgres_events.go (LISTEN/NOTIFY); adoption is adopt_postgres.go.
+// postgres_events.go (LISTEN/NOTIFY); adoption is db/adopt/postgres.go.
 type postgresDialect struct{}
 
 var (

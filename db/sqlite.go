@@ -60,7 +60,7 @@ const sqliteTime = time.DateTime + ".0000000"
 // differ), sqlite_lists.go (the list statements), sqlite_suggestions.go,
 // sqlite_import.go (bulk import, a new file's load), sqlite_file.go (the
 // file, its integrity check); the page writer is sqlitefile.go and
-// sqlitefollows.go, adoption adopt_sqlite.go.
+// sqlitefollows.go, adoption db/adopt/sqlite.go.
 type sqliteDialect struct{}
 
 var (

@@ -28,7 +28,7 @@ import (
 // Server's 2,100-parameter limit and every batch size shares one statement
 // text (and one cached plan). Its files: this one, sqlserver_lists.go (the
 // list and suggestions statements), sqlserver_import.go (bulk import);
-// adoption is adopt_sqlserver.go.
+// adoption is db/adopt/sqlserver.go.
 type sqlserverDialect struct{}
 
 var (
