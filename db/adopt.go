@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strings"
 	"time"
 
 	"follows/db/adopt"
@@ -56,19 +55,18 @@ func PlanAdoption(ctx context.Context, dsn string) (Plan, error) {
 // enforcement, which rebuilding a table needs off (the keys are checked
 // whole before the commit). On this server's own database it does nothing
 // when commit is set: goose applies what is pending.
-func adoptAndMigrate(ctx context.Context, d *dialect, dsn, connStr string, commit bool) (Plan, error) {
-	if d.name == "sqlite" {
-		p := sqlitePath(dsn)
-		if fi, err := os.Stat(p); errors.Is(err, os.ErrNotExist) || (err == nil && fi.Size() == 0) {
+func adoptAndMigrate(ctx context.Context, d dialect, dsn, connStr string, commit bool) (Plan, error) {
+	if f, ok := d.(fileDatabase); ok {
+		if fi, err := os.Stat(f.filePath(dsn)); errors.Is(err, os.ErrNotExist) || (err == nil && fi.Size() == 0) {
 			return Plan{Shape: ShapeNew}, nil
 		}
-		connStr = adoptionSQLiteDSN(dsn)
+		connStr = f.adoptionConn(dsn)
 	}
-	fsys, err := fs.Sub(migrations, "migrations/"+d.name)
+	fsys, err := fs.Sub(migrations, "migrations/"+d.name())
 	if err != nil {
-		return Plan{}, fmt.Errorf("migrations for %s: %w", d.name, err)
+		return Plan{}, fmt.Errorf("migrations for %s: %w", d.name(), err)
 	}
-	sqlDB, err := sql.Open(d.driver, connStr)
+	sqlDB, err := sql.Open(d.driver(), connStr)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -78,7 +76,7 @@ func adoptAndMigrate(ctx context.Context, d *dialect, dsn, connStr string, commi
 		return Plan{}, err
 	}
 	defer tx.Rollback()
-	plan, err := adopt.Run(ctx, adoptionTx{tx, d}, fsys, d.adoption, !commit)
+	plan, err := adopt.Run(ctx, adoptionTx{tx, d}, fsys, adoptionOf(d), !commit)
 	if err != nil || !commit {
 		return plan, err
 	}
@@ -92,21 +90,8 @@ func adoptAndMigrate(ctx context.Context, d *dialect, dsn, connStr string, commi
 // once for every dialect are rebound as the store's are.
 type adoptionTx struct {
 	*sql.Tx
-	d *dialect
+	d dialect
 }
 
 func (t adoptionTx) Rebind(q string) string   { return t.d.rebind(q) }
 func (t adoptionTx) TimeArg(tm time.Time) any { return t.d.timeArg(tm) }
-
-// adoptionSQLiteDSN opens a SQLite file for adopting it: its write lock
-// taken when the transaction begins, so that instances started together
-// adopt one after another, and foreign keys not enforced.
-func adoptionSQLiteDSN(dsn string) string {
-	params := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(0)"
-	if _, q, _ := strings.Cut(dsn, "?"); strings.Contains(q, "mode=ro") {
-		params += "&mode=ro"
-	} else {
-		params += "&_txlock=immediate"
-	}
-	return "file:" + sqlitePath(dsn) + "?" + params
-}

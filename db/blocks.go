@@ -85,7 +85,7 @@ func (s *Store) Unblock(ctx context.Context, blocker, blocked int64) (bool, erro
 // BlocksExist reports, for each pair, whether Follower (the blocker)
 // blocks Followee (the blocked).
 func (s *Store) BlocksExist(ctx context.Context, pairs []Pair) ([]bool, error) {
-	blocks, err := lookup(ctx, s, s.d.blocksExist, pairList(pairs), pairs, func(r *rows) (p Pair, _ bool, err error) {
+	blocks, err := lookup(ctx, s, s.q.blocksExist, pairList(pairs), pairs, func(r *rows) (p Pair, _ bool, err error) {
 		err = r.Scan(&p.Follower, &p.Followee)
 		return p, true, err
 	})

@@ -112,7 +112,7 @@ func (s *Store) CheckCounts(ctx context.Context, repair bool) ([]Drift, error) {
 		if !repair || len(ids) == 0 {
 			return nil
 		}
-		_, err = r.exec(ctx, s.d.recountIDs, idList(ids))
+		_, err = r.exec(ctx, s.q.recountIDs, idList(ids))
 		return err
 	})
 	if err != nil {

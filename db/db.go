@@ -75,8 +75,10 @@ const maxTxAttempts = 3
 // Store is the follower graph kept in a SQL database. It is safe for
 // concurrent use; open it once per process with Open.
 type Store struct {
-	db    *sql.DB
-	d     *dialect
+	db *sql.DB
+	d  dialect
+	// q are the statements d shapes, built once (see newStatements).
+	q     *statements
 	stmts sync.Map // statement text -> *sql.Stmt
 	// onStatement, if not nil, is told how long each statement took.
 	onStatement func(time.Duration)
@@ -128,12 +130,12 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-func open(ctx context.Context, d *dialect, dsn, connStr string, opts []Option) (_ *Store, err error) {
-	if d.name == "sqlite" {
-		if err := createSQLiteFile(dsn); err != nil {
+func open(ctx context.Context, d dialect, dsn, connStr string, opts []Option) (_ *Store, err error) {
+	if f, ok := d.(fileDatabase); ok {
+		if err := f.createFile(dsn); err != nil {
 			return nil, err
 		}
-		if err := refuseUnfinishedImport(ctx, dsn); err != nil {
+		if err := f.refuseUnfinished(ctx, dsn); err != nil {
 			return nil, err
 		}
 	}
@@ -144,7 +146,7 @@ func open(ctx context.Context, d *dialect, dsn, connStr string, opts []Option) (
 	if err != nil {
 		return nil, err
 	}
-	sqlDB, err := sql.Open(d.driver, connStr)
+	sqlDB, err := sql.Open(d.driver(), connStr)
 	if err != nil {
 		return nil, err
 	}
@@ -154,15 +156,15 @@ func open(ctx context.Context, d *dialect, dsn, connStr string, opts []Option) (
 		}
 	}()
 	d.configure(sqlDB)
-	s := &Store{db: sqlDB, d: d, Adopted: adopted, connStr: connStr}
+	s := &Store{db: sqlDB, d: d, q: newStatements(d), Adopted: adopted, connStr: connStr}
 	for _, opt := range opts {
 		opt(s)
 	}
 	if err := s.checkIntegrity(ctx); err != nil {
 		return nil, err
 	}
-	if s.d.checkServer != nil {
-		if err := s.d.checkServer(ctx, sqlDB); err != nil {
+	if c, ok := s.d.(serverChecker); ok {
+		if err := c.checkServer(ctx, sqlDB); err != nil {
 			return nil, err
 		}
 	}
@@ -184,14 +186,16 @@ func open(ctx context.Context, d *dialect, dsn, connStr string, opts []Option) (
 
 // writeStatements are the statements that write transactions run.
 func (s *Store) writeStatements() []string {
-	texts := []string{s.d.insertFollow, s.d.insertUser, deleteFollow,
-		s.d.selectPairUsers, s.d.lockAroundUser, deleteUserFollows, deleteUserBlocks, deleteUser, countPairBlocks,
+	texts := []string{s.q.insertFollow, s.q.insertUser, deleteFollow,
+		s.q.selectPairUsers, s.q.lockAroundUser, deleteUserFollows, deleteUserBlocks, deleteUser, countPairBlocks,
 		updateFollow, selectFollow, insertBlock, deletePairFollows, deleteBlock,
 		deactivateUser, reactivateUser, recountAround, selectUserByID}
-	for _, text := range []string{s.d.lockEvents, s.d.insertEvent, s.d.notifyEvents} {
-		if text != "" {
-			texts = append(texts, text)
-		}
+	if l, ok := s.d.(eventLocker); ok {
+		texts = append(texts, l.lockEvents())
+	}
+	texts = append(texts, s.q.insertEvent)
+	if l, ok := s.d.(eventListener); ok {
+		texts = append(texts, l.notifyEvent())
 	}
 	return texts
 }
@@ -213,19 +217,20 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 func (s *Store) migrate(ctx context.Context) error {
-	fsys, err := fs.Sub(migrations, "migrations/"+s.d.name)
+	fsys, err := fs.Sub(migrations, "migrations/"+s.d.name())
 	if err != nil {
-		return fmt.Errorf("migrations for %s: %w", s.d.name, err)
+		return fmt.Errorf("migrations for %s: %w", s.d.name(), err)
 	}
 	var opts []goose.ProviderOption
-	if s.d.sessionLocker != nil {
-		l, err := s.d.sessionLocker()
+	locking, locks := s.d.(sessionLocking)
+	if locks {
+		l, err := locking.sessionLocker()
 		if err != nil {
 			return fmt.Errorf("migration lock: %w", err)
 		}
 		opts = append(opts, goose.WithSessionLocker(l))
 	}
-	p, err := goose.NewProvider(s.d.goose, s.db, fsys, opts...)
+	p, err := goose.NewProvider(s.d.gooseDialect(), s.db, fsys, opts...)
 	if err != nil {
 		return fmt.Errorf("prepare migrations: %w", err)
 	}
@@ -241,7 +246,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		if err == nil {
 			return nil
 		}
-		if s.d.sessionLocker != nil || attempt >= len(p.ListSources()) || !appliedMeanwhile(ctx, p, err) {
+		if locks || attempt >= len(p.ListSources()) || !appliedMeanwhile(ctx, p, err) {
 			return fmt.Errorf("apply migrations: %w", err)
 		}
 	}
@@ -320,11 +325,6 @@ func (s *Store) stmt(ctx context.Context, text string) (*sql.Stmt, error) {
 type runner struct {
 	s  *Store
 	tx *sql.Tx
-	// conn is the connection tx runs on, for what database/sql cannot
-	// say (COPY); only a bulk import's transaction has it (see bulkTx).
-	conn *sql.Conn
-	// fresh is set in a bulk import into a new database (see bulkTx).
-	fresh *freshImport
 }
 
 // prepared returns the statement's prepared form, or nil inside a

@@ -13,172 +13,317 @@ import (
 	"follows/db/adopt"
 )
 
-// dialect is the seam between SQL databases: how to connect, which
-// migrations to run, how times travel, how driver errors map to the store's
-// errors, and the few statements whose text differs. Everything else in the
-// store is written once.
-type dialect struct {
-	name   string // also the folder of its migrations
-	driver string
-	goose  goose.Dialect
-	// sessionLocker, if not nil, makes the lock that one instance holds
-	// while it migrates, the others waiting for it. SQLite has none that
-	// outlasts a transaction (see migrate).
-	sessionLocker func() (lock.SessionLocker, error)
+// dialect is the seam between SQL databases, what every dialect must
+// provide: how to connect, how values travel, how driver errors map to
+// the store's errors, and the statements whose text differs. Everything
+// else in the store is written once. What only some databases have is an
+// optional capability below, found by a type assertion, the way
+// database/sql/driver finds a driver's QueryerContext: the store does
+// without it, or says the operation is not built for the dialect.
+//
+// A dialect lives in files named by it (sqlite*.go, postgres*.go,
+// sqlserver*.go), each of which asserts, for the compiler, the interfaces
+// it implements.
+type dialect interface {
+	// name names the dialect in messages; it is also the folder of its
+	// migrations.
+	name() string
+	// driver is the database/sql driver's name; gooseDialect the
+	// migrations' dialect.
+	driver() string
+	gooseDialect() goose.Dialect
+	// location names the database dsn names in errors, never with its
+	// credentials.
+	location(dsn string) string
+	// configure sets up the connection pool.
+	configure(*sql.DB)
 
-	configure func(*sql.DB)
 	// rebind turns the store's "?" placeholders into the driver's own.
-	rebind func(string) string
-	// timeArg and scanTime convert between time.Time and the column's form.
-	timeArg  func(time.Time) any
-	scanTime func(any) (time.Time, error)
+	rebind(string) string
+	// arg converts a parameter to the driver's preferred form.
+	arg(any) any
+	// timeArg and scanTime convert between time.Time and the column's
+	// form.
+	timeArg(time.Time) any
+	scanTime(any) (time.Time, error)
 	// classify maps driver errors to the store's sentinel errors, keeping
 	// the driver error wrapped for logs.
-	classify func(error) error
-	// integrityCheck is the statement that checks a database file for
-	// damage, answering "ok" or what it found; empty where the server
-	// leaves that to the database's administrators.
-	integrityCheck string
-	// checkServer, if not nil, checks at start that the database can run
-	// the store's statements at all, and says what to change if not.
-	checkServer func(ctx context.Context, db *sql.DB) error
+	classify(error) error
 
-	// actLock and aroundLock lock, until the transaction ends, the users
-	// a write transaction reads first, always in Id order, so that no two
-	// transactions wait for each other's users: actLock the two it acts
-	// on (see requireUsers), so that neither is deleted, deactivated or
-	// blocked meanwhile and writers of the same users queue; aroundLock
-	// a user being deleted or deactivated and the users around it, whose
-	// counts that changes (see lockAround). SQLite's write lock covers
-	// both: it has neither.
-	actLock, aroundLock lockClause
-	// selectPairUsers and lockAroundUser are the reads that take them.
-	selectPairUsers, lockAroundUser string
+	dialectStatements
 
+	// pagesQuery makes one statement answering a batch of page queries
+	// that all go one way. Each row's first column is the position of
+	// its query in qs; then the entry's CreatedAt and the other user's
+	// columns (userColumns). A page asks for one row more than its size
+	// (the extra one tells that more follow) and may get more, which the
+	// store drops.
+	pagesQuery(kind listKind, way pageWay, qs []PageQuery) (string, []any)
+	// lastUserID reads the highest user id ever given out, deleted
+	// users' included (SQLite's sqlite_sequence, the identity's last
+	// value).
+	lastUserID(ctx context.Context, r runner) (int64, error)
+	// exportTx is the transaction a graph is exported in (see
+	// GraphReader): a snapshot where the dialect gives one.
+	exportTx() *sql.TxOptions
+}
+
+// dialectStatements are the statements whose text differs between
+// dialects; newStatements builds the rest from them.
+type dialectStatements interface {
 	// insertFollow inserts (FollowerId, FolloweeId) unless present and
 	// returns the new row's CreatedAt; no row when the pair existed.
-	insertFollow string
-	// insertEvent adds a row to the event outbox and returns its Id;
-	// lockEvents, if not empty, is run first, and takes the
-	// transaction-scoped lock that makes event Ids commit in order (see
-	// events.go); notifyEvents, if not empty, is run after with the Id as
-	// its parameter, to wake other processes' subscribers on commit.
-	insertEvent, lockEvents, notifyEvents string
+	insertFollow() string
 	// insertUser inserts a user by Name and SecurityStamp and returns its
 	// Id.
-	insertUser string
-	// idSet selects, as one column, the ids of a JSON array parameter (see
-	// idList); finish builds usersByID and recountIDs from it.
-	idSet string
-	// The reads whose text differs: ids arrive as one JSON array
-	// parameter, pairs as an array of [follower, followee];
-	// followsExist also reads each follow's settings.
-	usersByID, userByID, userByName, followsExist, blocksExist, mutualCounts string
+	insertUser() string
+	// insertEvent adds a row to the event outbox and returns its Id.
+	insertEvent() string
+	// idSet selects, as one column, the ids of a JSON array parameter
+	// (see idList).
+	idSet() string
+	// The reads whose text differs: pairs arrive as one JSON array
+	// parameter of [follower, followee]; followsExist also reads each
+	// follow's settings; mutualCounts, ids as a JSON array.
+	userByName() string
+	followsExist() string
+	blocksExist() string
+	mutualCounts() string
 	// listUsers reads a page of Query.users each way (see fillUsers): its
 	// parameters are the lowest and highest id it may hold, and how many
 	// rows.
-	listUsers [2]string
-	// recountIDs applies the count rule to the users of a JSON array of
-	// ids; recountImported does too, for a bulk import's many users.
-	recountIDs, recountImported string
-
-	// pagesQuery and suggestionsQuery make one statement answering a batch
-	// of per-user queries, pagesQuery of pages that all go one way. Each
-	// row's first column is the position of its query in qs; then, for
-	// pages, the entry's CreatedAt and the other user's columns
-	// (userColumns); for suggestions Via and the user. A page asks for one
-	// row more than its size (the extra one tells that more follow) and
-	// may get more, which the store drops.
-	pagesQuery       func(kind listKind, way pageWay, qs []PageQuery) (string, []any)
-	suggestionsQuery func(qs []SuggestionQuery) (string, []any)
-	// suggestionFollowees, where set, replaces suggestionsQuery, for a
-	// dialect whose SQL would group and order suggestions by sorting: a
-	// statement that reads, for a batch, each user's newest followees with
-	// the versions of their follows, and the ids suggestions leave out;
-	// suggestionLists reads the newest follows of the users of an id list
-	// with their versions. The store counts and ranks (rankedSuggestions),
-	// keeping the lists it read (followLists). bumpFollowVersions bumps
-	// the versions of the users of an id list, for a bulk import that set
-	// the triggers which do it aside.
-	suggestionFollowees                 func(qs []SuggestionQuery) (string, []any)
-	suggestionLists, bumpFollowVersions string
-
-	// arg converts a parameter to the driver's preferred form.
-	arg func(any) any
-
-	// bulkSetup and bulkReset prepare a connection for a bulk import and
-	// put it back. Rows are checked before they go in, so the import need
-	// not pay for foreign key lookups on each.
-	bulkSetup, bulkReset []string
-	// freshBulk, if not nil, sets up conn for a bulk import into a
-	// database with no users and no follows, before its transaction
-	// begins, and returns what puts it back after the transaction ends,
-	// and whether the import may write the follow table's pages itself
-	// after its transaction (see followPages).
-	freshBulk func(ctx context.Context, conn *sql.Conn) (end func() error, pages bool, err error)
-	// lastUserID reads the highest user id ever given out, deleted users'
-	// included (SQLite's sqlite_sequence, SQL Server's identity).
-	lastUserID func(ctx context.Context, r runner) (int64, error)
-	// keepUserIDsAbove, for a bulk import, makes the ids given to new users
-	// higher than last; nil where bulk import is not supported.
-	keepUserIDsAbove func(ctx context.Context, r runner, last int64) error
-	// setImportedCounts, if not empty, sets the counts of the users of a
-	// JSON array of [id, followers, following], for a bulk import into a
-	// graph without follows, that counted them as they went in (see
-	// followLoad.setCounts); without it, the import recounts them.
-	setImportedCounts string
-	// setAsideFollowIndexes, for a bulk import, drops the follow table's
-	// secondary indexes and its triggers (the counts' among them) and
-	// returns what restores them; nil where bulk import is not supported.
-	setAsideFollowIndexes func(ctx context.Context, r runner) (restore func() error, err error)
-	// copyRows, if not nil, writes a bulk import's rows into table's
-	// columns inside its transaction (r), with the database's bulk copy
-	// (COPY, SQL Server's bulk insert); a row the database refuses comes
-	// back as a *failedRow where it says which. Without it, rows go in
-	// with multi-row INSERTs.
-	copyRows func(ctx context.Context, r runner, table string, cols []string, rows [][]any) error
-	// usersByInsert has Users rows go in with INSERTs even where copyRows
-	// is: SQL Server's bulk copy would give them identity values of its
-	// own. beforeUserIDs and afterUserIDs surround those INSERTs (SQL
-	// Server's IDENTITY_INSERT).
-	usersByInsert               bool
-	beforeUserIDs, afterUserIDs []string
-	// adoption reads the catalogue for adopting an EF Core database
-	// (package adopt); nil where the server does not adopt one.
-	adoption adopt.Dialect
-
-	// afterImport are the statements that end a bulk import, in its
-	// transaction: what the dialect needs done after loading rows with
-	// their own ids, and fresh statistics.
-	afterImport []string
+	listUsers() [2]string
 }
 
-func dialectFor(dsn string) (*dialect, string, error) {
+// The optional capabilities. Each dialect file asserts the ones its type
+// has; the store asserts for them where it needs them.
+type (
+	// rowLocker locks, until the transaction ends, the users a write
+	// transaction reads first, always in Id order, so that no two
+	// transactions wait for each other's users: act the two it acts on
+	// (see requireUsers), so that neither is deleted, deactivated or
+	// blocked meanwhile and writers of the same users queue; around a
+	// user being deleted or deactivated and the users around it, whose
+	// counts that changes (see lockAround). Without it (SQLite, whose
+	// write lock covers both) the reads take no lock.
+	rowLocker interface {
+		rowLocks() (act, around lockClause)
+	}
+
+	// eventLocker's statement runs before an event is added, and takes
+	// the transaction-scoped lock that makes event Ids commit in order
+	// (see events.go). Without it, the database's write lock orders them.
+	eventLocker interface {
+		lockEvents() string
+	}
+
+	// eventListener wakes other processes' subscribers: notifyEvent runs
+	// after an event is added, with its Id as parameter, to notify on
+	// commit; listenEvents listens on a connection of its own (connStr)
+	// until ctx ends or the connection fails, calling caughtUp once it
+	// listens and saw with each Id notified. Without it, the feed polls
+	// the outbox.
+	eventListener interface {
+		notifyEvent() string
+		listenEvents(ctx context.Context, connStr string, caughtUp func(context.Context) error, saw func(id int64)) error
+	}
+
+	// sessionLocking makes the lock that one instance holds while it
+	// migrates, the others waiting for it. Without it (SQLite, which has
+	// none that outlasts a transaction) instances race and the losers
+	// find the migrations applied (see migrate).
+	sessionLocking interface {
+		sessionLocker() (lock.SessionLocker, error)
+	}
+
+	// serverChecker checks at start that the database can run the
+	// store's statements at all, and says what to change if not.
+	serverChecker interface {
+		checkServer(ctx context.Context, db *sql.DB) error
+	}
+
+	// integrityChecker's statement checks a database file for damage,
+	// answering "ok" or what it found (see checkIntegrity); busy says an
+	// error of it is the file being busy for a moment, worth trying
+	// again. Without it, the database's administrators see to that.
+	integrityChecker interface {
+		integrityCheck() string
+		busy(err error) bool
+	}
+
+	// fileDatabase is a database kept in a file the server opens itself:
+	// createFile makes a dsn's file (owner-only) before the first
+	// connection; filePath is the file a dsn names, empty for an
+	// in-memory one; readOnly is the connection string that reads the
+	// file changing nothing, not even its header (see OpenGraph);
+	// refuseUnfinished refuses a file whose import did not finish, before
+	// anything else reads or changes it (every opener asks);
+	// adoptionConn is the connection string adoption runs on, before the
+	// server's settings touch the file (see adoptAndMigrate).
+	fileDatabase interface {
+		createFile(dsn string) error
+		filePath(dsn string) string
+		readOnly(dsn string) string
+		refuseUnfinished(ctx context.Context, dsn string) error
+		adoptionConn(dsn string) string
+	}
+
+	// sqlSuggester ranks suggestions in SQL: one statement answering a
+	// batch, each row the position of its query in qs, then Via and the
+	// user.
+	sqlSuggester interface {
+		suggestionsQuery(qs []SuggestionQuery) (string, []any)
+	}
+
+	// listSuggester is for a dialect whose SQL would group and order
+	// suggestions by sorting: suggestionFollowees reads, for a batch,
+	// each user's newest followees with the versions of their follows,
+	// and the ids suggestions leave out; suggestionLists reads the newest
+	// follows of the users of an id list with their versions. The store
+	// counts and ranks (rankedSuggestions), keeping the lists it read
+	// (followLists). bumpFollowVersions bumps the versions of the users
+	// of an id list, for a bulk import that set the triggers which do it
+	// aside. A dialect has this or sqlSuggester.
+	listSuggester interface {
+		suggestionFollowees(qs []SuggestionQuery) (string, []any)
+		suggestionLists() string
+		bumpFollowVersions() string
+	}
+
+	// bulkLoader is bulk import (see ImportGraph); without it, the
+	// import is not built for the dialect.
+	bulkLoader interface {
+		// bulkSetup and bulkReset prepare the import's connection for
+		// loading many rows and put it back. Rows are checked before
+		// they go in, so the import need not pay for foreign key
+		// lookups on each.
+		bulkSetup() []string
+		bulkReset() []string
+		// setAsideFollowIndexes drops the follow table's secondary
+		// indexes and its triggers (the counts' among them), in the
+		// import's transaction, and returns what restores them.
+		setAsideFollowIndexes(ctx context.Context, r runner) (restore func() error, err error)
+		// keepUserIDsAbove makes the ids given to new users higher than
+		// last.
+		keepUserIDsAbove(ctx context.Context, r runner, last int64) error
+		// afterImport are the statements that end a bulk import, in its
+		// transaction: what the dialect needs done after loading rows
+		// with their own ids, and fresh statistics.
+		afterImport() []string
+	}
+
+	// bulkCopier writes a bulk import's rows into table's columns inside
+	// its transaction, with the database's bulk copy (COPY, SQL Server's
+	// bulk insert), for the tables copies says; a row the database
+	// refuses comes back as a *failedRow where it says which. Without
+	// it, rows go in with multi-row INSERTs.
+	bulkCopier interface {
+		copies(table string) bool
+		copyRows(ctx context.Context, b bulkRun, table string, cols []string, rows [][]any) error
+	}
+
+	// userIDInserter's statements surround the INSERTs of users with
+	// their own ids (SQL Server's IDENTITY_INSERT).
+	userIDInserter interface {
+		beforeUserIDs() []string
+		afterUserIDs() []string
+	}
+
+	// countSetter's statement sets the counts of the users of a JSON
+	// array of [id, followers, following], for a bulk import into a graph
+	// without follows, which counted them as they went in (see
+	// followLoad.setCounts); without it, the import recounts them.
+	countSetter interface {
+		setImportedCounts() string
+	}
+
+	// newFileLoader loads a bulk import into a new, empty database its
+	// own way: startNewFile sets up conn before the import's transaction
+	// begins and returns what puts it back after the transaction ends,
+	// and whether the import may write the follow table's pages itself
+	// after its transaction; followTree then gives where the follows
+	// are held for that (nil: SQL loads them). See newFile.
+	newFileLoader interface {
+		startNewFile(ctx context.Context, conn *sql.Conn) (end func() error, writeTree bool, err error)
+		followTree(ctx context.Context, b bulkRun) (_ *followPages, whyNot string, err error)
+	}
+
+	// adopter reads and changes the catalogue for adopting an EF Core
+	// database (adopt.go) and for exporting one.
+	adopter interface {
+		adoption() adopt.Dialect
+	}
+)
+
+// dialectFor picks the dialect a dsn names, and the connection string its
+// driver takes.
+func dialectFor(dsn string) (dialect, string, error) {
 	switch {
 	case strings.HasPrefix(dsn, "sqlserver://"):
-		return sqlserverDialect().withBulkImport().finish(), dsn, nil
+		return &sqlserverDialect{}, dsn, nil
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		return postgresDialect().finish(), postgresDSN(dsn), nil
+		return &postgresDialect{}, postgresDSN(dsn), nil
 	case dsn == "":
 		return nil, "", errors.New("no database given")
 	default:
-		return sqliteDialect().finish(), sqliteDSN(dsn), nil
+		return &sqliteDialect{}, sqliteDSN(dsn), nil
 	}
 }
 
-// finish builds the statements that differ between dialects only in the
-// parts a dialect gives.
-func (d *dialect) finish() *dialect {
-	d.usersByID = `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id IN (` + d.idSet + `)`
-	d.userByID = `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id = ?`
-	d.recountIDs = recountUsers(d.idSet)
-	d.recountImported = recountUsersGrouped(d.idSet)
-	d.selectPairUsers = `SELECT ` + userColumns + ` FROM Users AS u` + d.actLock.hint + ` WHERE u.Id IN (?, ?) ORDER BY u.Id` + d.actLock.suffix
-	d.lockAroundUser = `SELECT u.Id FROM Users AS u` + d.aroundLock.hint + ` WHERE u.Id IN (` + aroundUser + `) ORDER BY u.Id` + d.aroundLock.suffix
-	return d
+// statements are the texts the store runs that a dialect shapes: its own
+// (dialectStatements), and those built here, once for every dialect, from
+// its idSet and row locks.
+type statements struct {
+	insertFollow, insertUser, insertEvent, userByName, followsExist, blocksExist, mutualCounts string
+	listUsers                                                                                  [2]string
+	// usersByID reads the users of a JSON array of ids, userByID one.
+	usersByID, userByID string
+	// recountIDs applies the count rule to the users of a JSON array of
+	// ids; recountImported does too, for a bulk import's many users.
+	recountIDs, recountImported string
+	// selectPairUsers and lockAroundUser are the reads that take the
+	// row locks (see rowLocker).
+	selectPairUsers, lockAroundUser string
+}
+
+// newStatements builds d's statements.
+func newStatements(d dialect) *statements {
+	var act, around lockClause
+	if l, ok := d.(rowLocker); ok {
+		act, around = l.rowLocks()
+	}
+	idSet := d.idSet()
+	return &statements{
+		insertFollow:    d.insertFollow(),
+		insertUser:      d.insertUser(),
+		insertEvent:     d.insertEvent(),
+		userByName:      d.userByName(),
+		followsExist:    d.followsExist(),
+		blocksExist:     d.blocksExist(),
+		mutualCounts:    d.mutualCounts(),
+		listUsers:       d.listUsers(),
+		usersByID:       `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id IN (` + idSet + `)`,
+		userByID:        `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id = ?`,
+		recountIDs:      recountUsers(idSet),
+		recountImported: recountUsersGrouped(idSet),
+		selectPairUsers: `SELECT ` + userColumns + ` FROM Users AS u` + act.hint + ` WHERE u.Id IN (?, ?) ORDER BY u.Id` + act.suffix,
+		lockAroundUser:  `SELECT u.Id FROM Users AS u` + around.hint + ` WHERE u.Id IN (` + aroundUser + `) ORDER BY u.Id` + around.suffix,
+	}
 }
 
 // lockClause is how a dialect's SELECT locks the rows it reads: hint
 // follows the table's alias (SQL Server's table hints), suffix ends the
 // statement (PostgreSQL's FOR ...).
 type lockClause struct{ hint, suffix string }
+
+// insertUserReturning is insertUser where INSERT ... RETURNING is the way
+// to say it.
+const insertUserReturning = `INSERT INTO Users (Name, SecurityStamp) VALUES (?, ?) RETURNING Id`
+
+// adoptionOf is d's adoption (see adopter); nil where it adopts none.
+func adoptionOf(d dialect) adopt.Dialect {
+	if a, ok := d.(adopter); ok {
+		return a.adoption()
+	}
+	return nil
+}

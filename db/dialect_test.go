@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -175,7 +176,7 @@ func TestTransactionPanicReleasesTheLock(t *testing.T) {
 			}
 		}()
 		s.inTx(context.Background(), func(r runner) error {
-			if _, err := r.exec(context.Background(), s.d.insertUser, "ghost", newStamp()); err != nil {
+			if _, err := r.exec(context.Background(), s.q.insertUser, "ghost", newStamp()); err != nil {
 				t.Fatal(err)
 			}
 			panic("in the middle of a transaction")
@@ -204,18 +205,18 @@ func TestListStatementsEachWay(t *testing.T) {
 		backward: {{User: 7, Backward: true, Last: 4, Before: before}},
 	}
 	for _, c := range []struct {
-		d    *dialect
+		d    dialect
 		want [2][]string // in the text of each way, in order
 		args [2]string   // each way's parameters, as %v prints them
 	}{
-		{sqliteDialect().finish(), [2][]string{
+		{&sqliteDialect{}, [2][]string{
 			{"WHERE f.FolloweeId = ? AND (f.CreatedAt, f.FollowerId) < (?, ?)\n", "ORDER BY f.CreatedAt DESC, f.FollowerId DESC LIMIT 11)"},
 			{"WHERE f.FolloweeId = ? AND (f.CreatedAt, f.FollowerId) > (?, ?)\n", "ORDER BY f.CreatedAt ASC, f.FollowerId ASC LIMIT 11)"},
 		}, [2]string{
 			"[0 7 2025-01-02 02:04:05.0000006 9]",
 			"[0 7 2025-01-02 03:04:05.0000006 42]",
 		}},
-		{sqlserverDialect().finish(), [2][]string{
+		{&sqlserverDialect{}, [2][]string{
 			{"WHERE f.FolloweeId = q.UserId\n",
 				"AND (f.CreatedAt < q.FromAt OR (f.CreatedAt = q.FromAt AND f.FollowerId < q.FromId))\n",
 				"AND (f.CreatedAt > q.ToAt OR (f.CreatedAt = q.ToAt AND f.FollowerId > q.ToId))\n",
@@ -228,7 +229,7 @@ func TestListStatementsEachWay(t *testing.T) {
 			`[[[0,7,5,"2025-01-02T02:04:05.0000006",9,"0001-01-01T00:00:00.0000000",0]]]`,
 			`[[[0,7,5,"2025-01-02T03:04:05.0000006",42,"9999-12-31T23:59:59.9999999",2147483647]]]`,
 		}},
-		{postgresDialect().finish(), [2][]string{
+		{&postgresDialect{}, [2][]string{
 			{"WHERE f.FolloweeId = q.UserId AND (f.CreatedAt, f.FollowerId) < (q.FromAt, q.FromId)\n",
 				"AND (f.CreatedAt, f.FollowerId) > (q.ToAt, q.ToId)\n",
 				"ORDER BY f.CreatedAt DESC, f.FollowerId DESC\n  LIMIT q.Lim"},
@@ -246,20 +247,20 @@ func TestListStatementsEachWay(t *testing.T) {
 			for _, want := range c.want[way] {
 				_, after, found := strings.Cut(rest, want)
 				if !found {
-					t.Errorf("%s, way %d: lacks, or has out of order, %q:\n%s", c.d.name, way, want, text)
+					t.Errorf("%s, way %d: lacks, or has out of order, %q:\n%s", c.d.name(), way, want, text)
 					break
 				}
 				rest = after
 			}
 			if got := fmt.Sprint(args); got != c.args[way] {
-				t.Errorf("%s, way %d: binds %s, want %s", c.d.name, way, got, c.args[way])
+				t.Errorf("%s, way %d: binds %s, want %s", c.d.name(), way, got, c.args[way])
 			}
 		}
 		// Query.users: by id ascending forward, descending backward,
 		// between two ids.
 		for way, order := range []string{forward: "ORDER BY u.Id ASC", backward: "ORDER BY u.Id DESC"} {
-			if text := c.d.listUsers[way]; !strings.Contains(text, order) || !strings.Contains(text, "u.Id BETWEEN ") {
-				t.Errorf("%s: users, way %d: %s", c.d.name, way, text)
+			if text := c.d.listUsers()[way]; !strings.Contains(text, order) || !strings.Contains(text, "u.Id BETWEEN ") {
+				t.Errorf("%s: users, way %d: %s", c.d.name(), way, text)
 			}
 		}
 	}
@@ -281,5 +282,33 @@ func TestParseSQLiteTime(t *testing.T) {
 		if (err != nil) != (werr != nil) || !got.Equal(want) || got.Location() != want.Location() {
 			t.Errorf("%q: got %v, %v; time.Parse %v, %v", s, got, err, want, werr)
 		}
+	}
+}
+
+// Every dialect the store speaks ranks suggestions one way or the other,
+// bulk-imports and exports (the compiler checks each capability's
+// methods; this checks which capabilities each has), and Dialects names
+// them all.
+func TestEveryDialectHasWhatTheStoreNeeds(t *testing.T) {
+	var names []string
+	for _, d := range allDialects {
+		names = append(names, d.name())
+		_, inSQL := d.(sqlSuggester)
+		_, inGo := d.(listSuggester)
+		if inSQL == inGo {
+			t.Errorf("%s: ranks suggestions in SQL %v, in Go %v: want one of them", d.name(), inSQL, inGo)
+		}
+		if _, ok := d.(bulkLoader); !ok {
+			t.Errorf("%s: no bulk import", d.name())
+		}
+		if _, ok := d.(adopter); !ok {
+			t.Errorf("%s: no adoption, nor export", d.name())
+		}
+		if st := newStatements(d); st.usersByID == "" || st.recountIDs == "" || st.insertFollow == "" {
+			t.Errorf("%s: statements missing: %+v", d.name(), st)
+		}
+	}
+	if !slices.Equal(names, Dialects) {
+		t.Errorf("the dialects are %v, Dialects says %v", names, Dialects)
 	}
 }

@@ -357,14 +357,14 @@ func requireExactCounts(t *testing.T, s *Store, after string) {
 // is left.
 func TestEFCoreWritePaths(t *testing.T) {
 	eachDialect(t, func(t *testing.T, s *Store) {
-		ef := efWritesFor[s.d.name]
+		ef := efWritesFor[s.d.name()]
 		ctx := context.Background()
 		id := map[string]int64{}
 		for _, name := range []string{"ann", "ben", "cat", "dan", "eve", "fay"} {
 			var row []any
 			// Every property EF Core does not generate goes in the
 			// INSERT, nulls included; SecurityStamp and the counts never.
-			saveChanges(t, s, func(tx *sql.Tx) { row = ef.insertUser.send(t, s.d.name, tx, nil, nil, name) })
+			saveChanges(t, s, func(tx *sql.Tx) { row = ef.insertUser.send(t, s.d.name(), tx, nil, nil, name) })
 			id[name] = asInt64(t, row[0])
 			var stored string
 			if err := s.rawQueryRow(`SELECT SecurityStamp FROM Users WHERE Id = ?`, id[name]).Scan(&stored); err != nil {
@@ -377,7 +377,7 @@ func TestEFCoreWritePaths(t *testing.T) {
 		follow := func(who, whom string) {
 			t.Helper()
 			var row []any
-			saveChanges(t, s, func(tx *sql.Tx) { row = ef.insertFollow.send(t, s.d.name, tx, id[who], id[whom]) })
+			saveChanges(t, s, func(tx *sql.Tx) { row = ef.insertFollow.send(t, s.d.name(), tx, id[who], id[whom]) })
 			var stored any
 			if err := s.rawQueryRow(`SELECT CreatedAt FROM Follows WHERE FollowerId = ? AND FolloweeId = ?`, id[who], id[whom]).Scan(&stored); err != nil {
 				t.Fatal(err)
@@ -397,7 +397,7 @@ func TestEFCoreWritePaths(t *testing.T) {
 		requireExactCounts(t, s, "the follows")
 
 		// Unfollow (context.Follows.Remove, or ann.Following.Remove(cat)).
-		saveChanges(t, s, func(tx *sql.Tx) { ef.deleteFollow.send(t, s.d.name, tx, id["ann"], id["cat"]) })
+		saveChanges(t, s, func(tx *sql.Tx) { ef.deleteFollow.send(t, s.d.name(), tx, id["ann"], id["cat"]) })
 		requireExactCounts(t, s, "the unfollow")
 
 		// Blocks both ways around ben, eve and fay: the server's.
@@ -411,8 +411,8 @@ func TestEFCoreWritePaths(t *testing.T) {
 		// (ClientCascade): EF Core deletes ben -> cat, then ben; the
 		// FolloweeId cascade deletes ann, cat, dan -> ben.
 		saveChanges(t, s, func(tx *sql.Tx) {
-			ef.deleteFollow.send(t, s.d.name, tx, id["ben"], id["cat"])
-			ef.deleteUser.send(t, s.d.name, tx, id["ben"])
+			ef.deleteFollow.send(t, s.d.name(), tx, id["ben"], id["cat"])
+			ef.deleteUser.send(t, s.d.name(), tx, id["ben"])
 		})
 		requireGone(t, s, id["ben"])
 		requireExactCounts(t, s, "deleting ben through the cascade")
@@ -424,8 +424,8 @@ func TestEFCoreWritePaths(t *testing.T) {
 		}
 		requireExactCounts(t, s, "deactivating fay")
 		saveChanges(t, s, func(tx *sql.Tx) {
-			ef.deleteFollow.send(t, s.d.name, tx, id["fay"], id["eve"])
-			ef.deleteUser.send(t, s.d.name, tx, id["fay"])
+			ef.deleteFollow.send(t, s.d.name(), tx, id["fay"], id["eve"])
+			ef.deleteUser.send(t, s.d.name(), tx, id["fay"])
 		})
 		requireGone(t, s, id["fay"])
 		requireExactCounts(t, s, "deleting the deactivated fay through the cascade")
@@ -434,8 +434,8 @@ func TestEFCoreWritePaths(t *testing.T) {
 		// context.Follows.Where(f => f.FollowerId == id || f.FolloweeId
 		// == id).ExecuteDelete(), then context.Users.Where(u => u.Id ==
 		// id).ExecuteDelete().
-		saveChanges(t, s, func(tx *sql.Tx) { ef.executeDeleteFollows.send(t, s.d.name, tx, id["eve"]) })
-		saveChanges(t, s, func(tx *sql.Tx) { ef.executeDeleteUser.send(t, s.d.name, tx, id["eve"]) })
+		saveChanges(t, s, func(tx *sql.Tx) { ef.executeDeleteFollows.send(t, s.d.name(), tx, id["eve"]) })
+		saveChanges(t, s, func(tx *sql.Tx) { ef.executeDeleteUser.send(t, s.d.name(), tx, id["eve"]) })
 		requireGone(t, s, id["eve"])
 		requireExactCounts(t, s, "deleting eve's follows, then eve")
 	})
@@ -504,7 +504,7 @@ func TestDeleteThroughCascadeKeepsCounts(t *testing.T) {
 			}
 			requireGone(t, s, id[name])
 		}
-		if s.d.name == "sqlserver" {
+		if s.d.name() == "sqlserver" {
 			if _, err := s.rawExec(`DISABLE TRIGGER [TR_Users_Delete] ON [Users]`); err != nil {
 				t.Fatal(err)
 			}

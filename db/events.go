@@ -2,15 +2,12 @@ package db
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // Live follow events come from a transactional outbox: each follow and
@@ -30,7 +27,7 @@ import (
 // Ids must become visible in Id order, or a reader that saw Id 6 would
 // move its cursor past a 5 that commits later. SQLite has one writer at a
 // time. On the server databases an event's writer first takes a
-// transaction-scoped exclusive lock (the dialect's lockEvents), held until
+// transaction-scoped exclusive lock (the dialect's eventLocker), held until
 // it commits, and draws its Id after: the next writer's Id is drawn only
 // once this one's commit is visible. Writers of events queue for the lock
 // only for the last statements of their transactions.
@@ -104,17 +101,17 @@ const eventRange = 1000
 // (see the comment at the top of this file) and returns its Id, for the
 // caller to tell the feed once the transaction has committed.
 func (r runner) addEvent(ctx context.Context, kind EventKind, follower, followee int64, at time.Time) (int64, error) {
-	if r.s.d.lockEvents != "" {
-		if _, err := r.exec(ctx, r.s.d.lockEvents); err != nil {
+	if l, ok := r.s.d.(eventLocker); ok {
+		if _, err := r.exec(ctx, l.lockEvents()); err != nil {
 			return 0, fmt.Errorf("lock the event outbox: %w", err)
 		}
 	}
 	var id int64
-	if err := r.queryRow(ctx, r.s.d.insertEvent, []any{int64(kind), follower, followee, r.s.d.timeArg(at)}, &id); err != nil {
+	if err := r.queryRow(ctx, r.s.q.insertEvent, []any{int64(kind), follower, followee, r.s.d.timeArg(at)}, &id); err != nil {
 		return 0, fmt.Errorf("write the event: %w", err)
 	}
-	if r.s.d.notifyEvents != "" {
-		if _, err := r.exec(ctx, r.s.d.notifyEvents, strconv.FormatInt(id, 10)); err != nil {
+	if l, ok := r.s.d.(eventListener); ok {
+		if _, err := r.exec(ctx, l.notifyEvent(), strconv.FormatInt(id, 10)); err != nil {
 			return 0, fmt.Errorf("notify the event: %w", err)
 		}
 	}
@@ -361,8 +358,8 @@ func (s *Store) startFeed() {
 		defer close(s.feed.done)
 		var wg sync.WaitGroup
 		wg.Go(func() { s.pruneLoop(ctx) })
-		if s.d.name == "postgres" {
-			wg.Go(func() { s.listen(ctx) })
+		if l, ok := s.d.(eventListener); ok {
+			wg.Go(func() { s.listen(ctx, l) })
 		} else {
 			wg.Go(func() { s.pollLoop(ctx, s.feed.cfg.Poll) })
 		}
@@ -408,16 +405,15 @@ func (s *Store) pruneLoop(ctx context.Context) {
 	}
 }
 
-// eventChannel is the PostgreSQL notification channel that the writers of
-// events notify (the dialect's notifyEvents) with the event's Id.
-const eventChannel = "follow_events"
-
-// listen keeps a connection that LISTENs for events, telling the feed of
-// each Id notified. While it is down (and after it reconnects, for what it
+// listen keeps a connection that listens for events (see eventListener),
+// telling the feed of each Id notified. While it is down (and after it reconnects, for what it
 // missed) the outbox is polled.
-func (s *Store) listen(ctx context.Context) {
+func (s *Store) listen(ctx context.Context, l eventListener) {
 	for ctx.Err() == nil {
-		err := s.listenOnce(ctx)
+		err := l.listenEvents(ctx, s.connStr, func(ctx context.Context) error {
+			_, err := s.LastEventID(ctx)
+			return err
+		}, s.feed.saw)
 		if ctx.Err() != nil {
 			return
 		}
@@ -425,31 +421,5 @@ func (s *Store) listen(ctx context.Context) {
 		pollCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		s.pollLoop(pollCtx, min(s.feed.cfg.Poll, time.Second))
 		cancel()
-	}
-}
-
-func (s *Store) listenOnce(ctx context.Context) error {
-	conn, err := pgx.Connect(ctx, s.connStr)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "LISTEN "+eventChannel); err != nil {
-		return err
-	}
-	// Whatever committed before LISTEN took effect.
-	if _, err := s.LastEventID(ctx); err != nil {
-		return err
-	}
-	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
-			return err
-		}
-		id, err := strconv.ParseInt(n.Payload, 10, 64)
-		if err != nil {
-			return errors.New("event notification without an id: " + n.Payload)
-		}
-		s.feed.saw(id)
 	}
 }

@@ -31,13 +31,6 @@ import (
 // go-mssqldb has no read-only transaction and SNAPSHOT needs the
 // database's consent: export it while it takes no writes.
 
-// exportTx is the transaction each dialect reads a graph in.
-var exportTx = map[string]*sql.TxOptions{
-	"sqlite":    {ReadOnly: true},
-	"postgres":  {ReadOnly: true, Isolation: sql.LevelRepeatableRead},
-	"sqlserver": nil,
-}
-
 // GraphReader reads one graph out of a database, in one transaction;
 // Close ends it.
 type GraphReader struct {
@@ -60,22 +53,20 @@ func OpenGraph(ctx context.Context, dsn string) (*GraphReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	if d.name == "sqlite" {
-		path := sqlitePath(dsn)
-		if _, err := os.Stat(path); err != nil {
+	if f, ok := d.(fileDatabase); ok {
+		if _, err := os.Stat(f.filePath(dsn)); err != nil {
 			return nil, fmt.Errorf("%s: %w", location(d, dsn), err)
 		}
-		if err := refuseUnfinishedImport(ctx, dsn); err != nil {
+		if err := f.refuseUnfinished(ctx, dsn); err != nil {
 			return nil, fmt.Errorf("%s: %w", location(d, dsn), err)
 		}
-		// None of the server's settings: WAL would rewrite the header.
-		connStr = "file:" + path + "?mode=ro&_pragma=query_only(1)&_pragma=busy_timeout(10000)"
+		connStr = f.readOnly(dsn)
 	}
-	sqlDB, err := sql.Open(d.driver, connStr)
+	sqlDB, err := sql.Open(d.driver(), connStr)
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: sqlDB, d: d}
+	s := &Store{db: sqlDB, d: d, q: newStatements(d)}
 	g, err := s.readGraph(ctx)
 	if err != nil {
 		sqlDB.Close()
@@ -93,11 +84,11 @@ func OpenGraph(ctx context.Context, dsn string) (*GraphReader, error) {
 func (s *Store) ReadGraph(ctx context.Context) (*GraphReader, error) { return s.readGraph(ctx) }
 
 func (s *Store) readGraph(ctx context.Context) (_ *GraphReader, err error) {
-	opts, ok := exportTx[s.d.name]
-	if !ok {
-		return nil, fmt.Errorf("export: not built for %s", s.d.name)
+	a := adoptionOf(s.d)
+	if a == nil {
+		return nil, fmt.Errorf("export: not built for %s", s.d.name())
 	}
-	tx, err := s.db.BeginTx(ctx, opts)
+	tx, err := s.db.BeginTx(ctx, s.d.exportTx())
 	if err != nil {
 		return nil, fmt.Errorf("export: begin: %w", err)
 	}
@@ -110,7 +101,7 @@ func (s *Store) readGraph(ctx context.Context) (_ *GraphReader, err error) {
 	// The columns of each table there is, as adoption reads them.
 	tables := map[string]bool{}
 	for _, table := range []string{"Users", "Follows", "UserUser", "Blocks", goose.DefaultTablename} {
-		defs, err := s.d.adoption.Columns(ctx, adoptionTx{tx, s.d}, table)
+		defs, err := a.Columns(ctx, adoptionTx{tx, s.d}, table)
 		if err != nil {
 			return nil, fmt.Errorf("export: read the catalogue: %w", err)
 		}
@@ -142,7 +133,7 @@ func (s *Store) readGraph(ctx context.Context) (_ *GraphReader, err error) {
 // checkVersion refuses a database migrated past what this build knows:
 // its tables may hold what this build would not export.
 func (g *GraphReader) checkVersion(ctx context.Context) error {
-	known, err := latestMigration(g.r.s.d.name)
+	known, err := latestMigration(g.r.s.d.name())
 	if err != nil {
 		return err
 	}

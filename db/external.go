@@ -76,7 +76,7 @@ func isConflict(ctx context.Context, s *Store, subject string) bool {
 func (s *Store) createExternal(ctx context.Context, subject, name string) (User, error) {
 	u := User{Name: name, SecurityStamp: newStamp()}
 	err := s.inTx(ctx, func(r runner) error {
-		if err := r.queryRow(ctx, s.d.insertUser, []any{name, u.SecurityStamp}, &u.ID); err != nil {
+		if err := r.queryRow(ctx, s.q.insertUser, []any{name, u.SecurityStamp}, &u.ID); err != nil {
 			return err
 		}
 		_, err := r.exec(ctx, setExternalID, subject, u.ID)

@@ -139,7 +139,7 @@ func (s *Store) SuggestionListCounts() (hits, misses uint64, on bool) {
 // cache every suggestion reads its lists, and is right either way. The
 // log says once which it is, and how to restore the triggers.
 func (s *Store) startFollowLists(ctx context.Context) error {
-	if s.d.suggestionFollowees == nil {
+	if _, ok := s.d.(listSuggester); !ok {
 		return nil // suggestions are ranked in SQL: nothing to keep
 	}
 	log := s.log

@@ -55,7 +55,7 @@ func (s *Store) Follow(ctx context.Context, follower, followee int64) (Follow, e
 			return ErrBlocked
 		}
 		var raw any
-		err = r.queryRow(ctx, s.d.insertFollow, []any{follower, followee}, &raw)
+		err = r.queryRow(ctx, s.q.insertFollow, []any{follower, followee}, &raw)
 		f.NotificationsEnabled = true // the column's default
 		if errors.Is(err, sql.ErrNoRows) {
 			f.Already = true
@@ -132,12 +132,12 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee int64) (Unfollo
 // requireUsers reads, inside the write transaction, both ends of a follow,
 // so that the caller learns which one is missing rather than meeting an
 // anonymous foreign key failure. It locks both rows (the dialect's
-// actLock) until the transaction ends: on a server database no one deletes
+// rowLocker) until the transaction ends: on a server database no one deletes
 // or deactivates them meanwhile, and a user being deleted is found
 // missing here, once the delete commits, rather than tripping a foreign
 // key later.
 func requireUsers(ctx context.Context, r runner, follower, followee int64) (User, User, error) {
-	rows, err := r.query(ctx, r.s.d.selectPairUsers, follower, followee)
+	rows, err := r.query(ctx, r.s.q.selectPairUsers, follower, followee)
 	if err != nil {
 		return User{}, User{}, err
 	}
@@ -231,7 +231,7 @@ type FollowState struct {
 // Follows reports, for each pair, whether that follow exists and its
 // settings.
 func (s *Store) Follows(ctx context.Context, pairs []Pair) ([]FollowState, error) {
-	states, err := lookup(ctx, s, s.d.followsExist, pairList(pairs), pairs, func(r *rows) (p Pair, st FollowState, err error) {
+	states, err := lookup(ctx, s, s.q.followsExist, pairList(pairs), pairs, func(r *rows) (p Pair, st FollowState, err error) {
 		st.Exists = true
 		err = r.Scan(&p.Follower, &p.Followee, &st.Muted, &st.NotificationsEnabled)
 		return p, st, err

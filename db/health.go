@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -94,57 +91,27 @@ func (s *Store) Ready(ctx context.Context) error {
 	return nil
 }
 
-// location names a database in errors: a SQLite file's path, or a SQL
-// Server's host and database, never its credentials.
-func location(d *dialect, dsn string) string {
-	if d.name == "sqlite" {
-		return "SQLite database " + sqlitePath(dsn)
-	}
+// location names a database in errors (see dialect.location).
+func location(d dialect, dsn string) string { return d.location(dsn) }
+
+// serverLocation names a server's database in errors: its host and
+// database, never its credentials.
+func serverLocation(name, dsn string) string {
 	u, err := url.Parse(dsn)
 	if err != nil {
-		return d.name + " database"
+		return name + " database"
 	}
-	name := u.Query().Get("database")
-	if name == "" {
-		name = strings.TrimPrefix(u.Path, "/")
+	db := u.Query().Get("database")
+	if db == "" {
+		db = strings.TrimPrefix(u.Path, "/")
 	}
-	return fmt.Sprintf("%s database %s on %s", d.name, name, u.Host)
-}
-
-// sqlitePath is the file a SQLite dsn (a path, or a file: URI) names.
-func sqlitePath(dsn string) string {
-	path, _, _ := strings.Cut(strings.TrimPrefix(dsn, "file:"), "?")
-	return path
-}
-
-// createSQLiteFile makes a SQLite dsn's file, if there is none yet,
-// readable and writable by its owner only: SQLite would make it with the
-// umask's mode, world-readable as a rule, and the graph is nobody else's to
-// read. SQLite gives the -wal and -shm files the database file's mode. An
-// existing file is left as it is; an in-memory or read-only dsn has no
-// file to make.
-func createSQLiteFile(dsn string) error {
-	path := sqlitePath(dsn)
-	_, query, _ := strings.Cut(dsn, "?")
-	if path == "" || path == ":memory:" || strings.Contains(query, "mode=memory") || strings.Contains(query, "mode=ro") {
-		return nil
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	switch {
-	case errors.Is(err, fs.ErrExist):
-		return nil
-	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("the folder %s does not exist", filepath.Dir(path))
-	case err != nil:
-		return fmt.Errorf("create the file: %w", err)
-	}
-	return f.Close()
+	return fmt.Sprintf("%s database %s on %s", name, db, u.Host)
 }
 
 // quickCheck runs the dialect's integrity check and returns its first
 // lines.
 func (s *Store) quickCheck(ctx context.Context) (problems []string, err error) {
-	rows, err := s.db.QueryContext(ctx, s.d.integrityCheck)
+	rows, err := s.db.QueryContext(ctx, s.d.(integrityChecker).integrityCheck())
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +130,8 @@ func (s *Store) quickCheck(ctx context.Context) (problems []string, err error) {
 // the store's integrity limit, and records in Integrity how far it got. A
 // file with damage is a CorruptError.
 func (s *Store) checkIntegrity(ctx context.Context) error {
-	if s.d.integrityCheck == "" {
+	checker, ok := s.d.(integrityChecker)
+	if !ok {
 		return nil
 	}
 	limit := s.integrityLimit
@@ -182,7 +150,7 @@ func (s *Store) checkIntegrity(ctx context.Context) error {
 	// for about three seconds in all.
 	for wait := 25 * time.Millisecond; ; wait *= 2 {
 		problems, err = s.quickCheck(cctx)
-		if !sqliteBusy(err) || wait > 2*time.Second {
+		if !checker.busy(err) || wait > 2*time.Second {
 			break
 		}
 		select {

@@ -3,11 +3,11 @@ package db
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"iter"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -151,7 +151,7 @@ func (c *phaseClock) mark(name string) time.Duration {
 const importBatch = 300
 
 // copyBatch is how many rows one COPY carries, where the dialect has
-// COPY (see dialect.copyRows): enough that a statement's round trip
+// COPY (see bulkCopier): enough that a statement's round trip
 // costs nothing beside its rows.
 const copyBatch = 50_000
 
@@ -180,188 +180,15 @@ func (s *Store) Import(ctx context.Context, users iter.Seq2[UserRow, error], fol
 // The import holds the database's write lock throughout: run it on a
 // database that is not serving writes.
 func (s *Store) ImportGraph(ctx context.Context, g Graph, progress func(follows int)) (ImportStats, error) {
-	users, follows, lastUserID := g.Users, g.Follows, g.LastUserID
-	var st ImportStats
-	var bad ImportErrors
-	reject := func(err error) bool {
-		var re *RowError
-		if !errors.As(err, &re) {
-			return false
-		}
-		bad = append(bad, re)
-		return true
+	bulk, ok := s.d.(bulkLoader)
+	if !ok {
+		return ImportStats{}, fmt.Errorf("import: bulk import is not built for %s", s.d.name())
 	}
-	if s.d.setAsideFollowIndexes == nil || s.d.keepUserIDsAbove == nil {
-		return ImportStats{}, fmt.Errorf("import: bulk import is not built for %s", s.d.name)
-	}
-	clock := &phaseClock{st: &st, last: time.Now()}
-	last := "commit" // the last phase's name
-	err := s.bulkTx(ctx, func(r runner) error {
-		ids, names, externals, err := existingUsers(ctx, r)
-		if err != nil {
-			return err
-		}
-		for _, q := range s.d.beforeUserIDs {
-			if _, err := r.tx.ExecContext(ctx, q); err != nil {
-				return err
-			}
-		}
-		ins := s.rowSink(ctx, r, "Users", userImportColumns, func(v []any) string { return fmt.Sprintf("user id %v", v[0]) })
-		for u, err := range users {
-			if err != nil {
-				if !reject(err) {
-					return err
-				}
-			} else if ids[u.ID] {
-				bad = append(bad, &RowError{u.Pos, fmt.Sprintf("user id %d exists already", u.ID)})
-			} else if names[strings.ToLower(u.Name)] {
-				bad = append(bad, &RowError{u.Pos, fmt.Sprintf("name %q is taken", u.Name)})
-			} else if first, ok := externals[u.ExternalID]; ok && u.ExternalID != "" {
-				bad = append(bad, &RowError{u.Pos, fmt.Sprintf("ExternalId %q is taken (by %s)", u.ExternalID, first)})
-			} else if len(bad) == 0 {
-				stamp := u.SecurityStamp
-				if stamp == "" {
-					stamp = newStamp()
-				}
-				var deactivated, external any
-				if !u.DeactivatedAt.IsZero() {
-					deactivated = s.d.timeArg(u.DeactivatedAt)
-				}
-				if u.ExternalID != "" {
-					external = u.ExternalID
-				}
-				if err := ins.add(u.Pos, u.ID, u.Name, stamp, deactivated, external); err != nil {
-					return err
-				}
-				st.Users++
-			}
-			if u.ID > 0 {
-				ids[u.ID] = true
-				names[strings.ToLower(u.Name)] = true
-				if _, ok := externals[u.ExternalID]; !ok && u.ExternalID != "" {
-					externals[u.ExternalID] = u.Pos
-				}
-			}
-			if len(bad) >= maxImportErrors {
-				return bad
-			}
-		}
-		if err := ins.flush(); err != nil {
-			return err
-		}
-		for _, q := range s.d.afterUserIDs {
-			if _, err := r.tx.ExecContext(ctx, q); err != nil {
-				return err
-			}
-		}
-		if err := s.d.keepUserIDsAbove(ctx, r, lastUserID); err != nil {
-			return fmt.Errorf("keep user ids above %d: %w", lastUserID, err)
-		}
-		blocks, err := s.importBlocks(ctx, r, g.Blocks, ids, &bad, reject)
-		if err != nil {
-			return err
-		}
-		st.Blocks = len(blocks)
-		users := clock.mark("users and blocks")
-
-		fresh, err := noFollows(ctx, r)
-		if err != nil {
-			return err
-		}
-		load, err := s.newFollowLoad(ctx, r, fresh, ids)
-		if err != nil {
-			return err
-		}
-		for f, err := range follows {
-			switch {
-			case err != nil:
-				if !reject(err) {
-					return err
-				}
-			case !ids[f.Follower]:
-				bad = append(bad, &RowError{f.Pos, fmt.Sprintf("follower %d is not a user", f.Follower)})
-			case !ids[f.Followee]:
-				bad = append(bad, &RowError{f.Pos, fmt.Sprintf("followee %d is not a user", f.Followee)})
-			case f.Follower == f.Followee:
-				bad = append(bad, &RowError{f.Pos, "a user cannot follow itself"})
-			case len(bad) == 0:
-				if err := load.add(f); err != nil {
-					return err
-				}
-				st.Follows++
-				if progress != nil && st.Follows%50000 == 0 {
-					progress(st.Follows)
-				}
-			}
-			if len(bad) >= maxImportErrors {
-				return bad
-			}
-		}
-		if len(bad) > 0 {
-			return bad
-		}
-		if err := load.flush(); err != nil {
-			return err
-		}
-		if progress != nil {
-			progress(st.Follows)
-		}
-		st.Load = users + clock.mark("follows")
-		st.FollowTable = load.how()
-		if load.pages != nil {
-			// Sorting and checking the held rows is Go's work on two
-			// cores, setting the counts SQLite's on one: side by side.
-			checked := make(chan error, 1)
-			go func() { checked <- load.pages.check(blocks) }()
-			err := load.setCounts(fresh)
-			if err := <-checked; err != nil {
-				return err
-			}
-			if err != nil {
-				return err
-			}
-			st.Rebuild = clock.mark("sort and check, counts beside")
-		} else {
-			if err := load.restore(); err != nil {
-				return err
-			}
-			if err := refuseFollowsAcrossBlocks(ctx, r, blocks); err != nil {
-				return err
-			}
-			st.Rebuild = clock.mark("indexes and triggers")
-			// The set-aside triggers did not count the imported follows,
-			// nor bump their followers' versions.
-			if err := load.setCounts(fresh); err != nil {
-				return err
-			}
-			if err := load.bumpVersions(); err != nil {
-				return err
-			}
-		}
-		for _, q := range s.d.afterImport {
-			if _, err := r.tx.ExecContext(ctx, q); err != nil {
-				return err
-			}
-		}
-		st.Recount = clock.mark("counts")
-		if load.pages != nil {
-			// The pages are written once the rest has committed, with
-			// the file still marked as being loaded (see freshImport).
-			last = "clear the mark"
-			r.fresh.afterCommit = func() error {
-				clock.mark("commit")
-				err := load.pages.write(ctx, r.conn)
-				st.Rebuild += clock.mark("write the follow table's pages")
-				if err == nil {
-					err = checkFollowTrees(ctx, r.conn)
-					st.Rebuild += clock.mark("check the follow table's pages")
-				}
-				return err
-			}
-		}
-		return nil
-	})
-	clock.mark(last)
+	im := &graphImport{s: s, ctx: ctx, bulk: bulk, g: g, progress: progress}
+	im.clock = &phaseClock{st: &im.st, last: time.Now()}
+	im.lastPhase = "commit"
+	err := s.bulkTx(ctx, bulk, im.run)
+	im.clock.mark(im.lastPhase)
 	var ie ImportErrors
 	if errors.As(err, &ie) {
 		return ImportStats{}, ie
@@ -369,7 +196,219 @@ func (s *Store) ImportGraph(ctx context.Context, g Graph, progress func(follows 
 	if err != nil {
 		return ImportStats{}, fmt.Errorf("import: %w", err)
 	}
-	return st, nil
+	return im.st, nil
+}
+
+// graphImport is one ImportGraph, in the phases run calls in turn.
+type graphImport struct {
+	s        *Store
+	ctx      context.Context
+	bulk     bulkLoader
+	g        Graph
+	progress func(follows int)
+	b        bulkRun
+	st       ImportStats
+	clock    *phaseClock
+	// lastPhase names the phase the import ends with, once the
+	// transaction has committed.
+	lastPhase string
+	// bad are the rows refused so far.
+	bad ImportErrors
+	// The users there are, imported or not: ids, names in lower case,
+	// external ids with where each came from.
+	ids       map[int64]bool
+	names     map[string]bool
+	externals map[string]Pos
+	// blocks are where each imported block came from.
+	blocks map[pair]Pos
+}
+
+// run is the import's transaction: users, blocks, follows, then what
+// makes the tables whole and the counts true.
+func (im *graphImport) run(b bulkRun) error {
+	im.b = b
+	if err := im.loadUsers(); err != nil {
+		return err
+	}
+	var err error
+	im.blocks, err = im.s.importBlocks(im.ctx, b, im.g.Blocks, im.ids, &im.bad, im.reject)
+	if err != nil {
+		return err
+	}
+	im.st.Blocks = len(im.blocks)
+	users := im.clock.mark("users and blocks")
+	load, err := im.loadFollows()
+	if err != nil {
+		return err
+	}
+	im.st.Load = users + im.clock.mark("follows")
+	im.st.FollowTable = load.how()
+	if im.st.Rebuild, err = load.rebuild(im.blocks, im.clock); err != nil {
+		return err
+	}
+	for _, q := range im.bulk.afterImport() {
+		if _, err := b.tx.ExecContext(im.ctx, q); err != nil {
+			return err
+		}
+	}
+	im.st.Recount = im.clock.mark("counts")
+	if write := load.afterCommit(); write != nil {
+		// Written once the rest has committed, with the new file still
+		// marked as being loaded (see newFile).
+		im.lastPhase = "clear the mark"
+		b.newFile.afterCommit = func() error {
+			im.clock.mark("commit")
+			err := write(im.ctx, b.conn)
+			im.st.Rebuild += im.clock.mark("write the follow table's pages")
+			if err == nil {
+				err = checkFollowTrees(im.ctx, b.conn)
+				im.st.Rebuild += im.clock.mark("check the follow table's pages")
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// reject keeps err in bad when it is a bad row, and says whether it was.
+func (im *graphImport) reject(err error) bool {
+	var re *RowError
+	if !errors.As(err, &re) {
+		return false
+	}
+	im.bad = append(im.bad, re)
+	return true
+}
+
+// loadUsers loads the graph's users, refusing those whose id, name or
+// external id is taken, and keeps new users' ids above the graph's last.
+func (im *graphImport) loadUsers() error {
+	ctx, r := im.ctx, im.b.runner
+	var err error
+	if im.ids, im.names, im.externals, err = existingUsers(ctx, r); err != nil {
+		return err
+	}
+	inserter, explicit := im.s.d.(userIDInserter)
+	if explicit {
+		if err := execAll(ctx, r, inserter.beforeUserIDs()); err != nil {
+			return err
+		}
+	}
+	ins := im.s.rowSink(ctx, im.b, "Users", userImportColumns, func(v []any) string { return fmt.Sprintf("user id %v", v[0]) })
+	for u, err := range im.g.Users {
+		if err != nil {
+			if !im.reject(err) {
+				return err
+			}
+		} else if err := im.user(ins, u); err != nil {
+			return err
+		}
+		if len(im.bad) >= maxImportErrors {
+			return im.bad
+		}
+	}
+	if err := ins.flush(); err != nil {
+		return err
+	}
+	if explicit {
+		if err := execAll(ctx, r, inserter.afterUserIDs()); err != nil {
+			return err
+		}
+	}
+	if err := im.bulk.keepUserIDsAbove(ctx, r, im.g.LastUserID); err != nil {
+		return fmt.Errorf("keep user ids above %d: %w", im.g.LastUserID, err)
+	}
+	return nil
+}
+
+// user checks one user row and, while no row is bad, loads it.
+func (im *graphImport) user(ins rowSink, u UserRow) error {
+	switch first, taken := im.externals[u.ExternalID]; {
+	case im.ids[u.ID]:
+		im.bad = append(im.bad, &RowError{u.Pos, fmt.Sprintf("user id %d exists already", u.ID)})
+	case im.names[strings.ToLower(u.Name)]:
+		im.bad = append(im.bad, &RowError{u.Pos, fmt.Sprintf("name %q is taken", u.Name)})
+	case taken && u.ExternalID != "":
+		im.bad = append(im.bad, &RowError{u.Pos, fmt.Sprintf("ExternalId %q is taken (by %s)", u.ExternalID, first)})
+	case len(im.bad) == 0:
+		stamp := u.SecurityStamp
+		if stamp == "" {
+			stamp = newStamp()
+		}
+		var deactivated, external any
+		if !u.DeactivatedAt.IsZero() {
+			deactivated = im.s.d.timeArg(u.DeactivatedAt)
+		}
+		if u.ExternalID != "" {
+			external = u.ExternalID
+		}
+		if err := ins.add(u.Pos, u.ID, u.Name, stamp, deactivated, external); err != nil {
+			return err
+		}
+		im.st.Users++
+	}
+	if u.ID > 0 {
+		im.ids[u.ID] = true
+		im.names[strings.ToLower(u.Name)] = true
+		if _, ok := im.externals[u.ExternalID]; !ok && u.ExternalID != "" {
+			im.externals[u.ExternalID] = u.Pos
+		}
+	}
+	return nil
+}
+
+// loadFollows checks the graph's follows and hands the good ones to the
+// follow load, refusing the import with the bad ones.
+func (im *graphImport) loadFollows() (*followLoad, error) {
+	load, err := newFollowLoad(im.ctx, im.b, im.ids)
+	if err != nil {
+		return nil, err
+	}
+	for f, err := range im.g.Follows {
+		switch {
+		case err != nil:
+			if !im.reject(err) {
+				return nil, err
+			}
+		case !im.ids[f.Follower]:
+			im.bad = append(im.bad, &RowError{f.Pos, fmt.Sprintf("follower %d is not a user", f.Follower)})
+		case !im.ids[f.Followee]:
+			im.bad = append(im.bad, &RowError{f.Pos, fmt.Sprintf("followee %d is not a user", f.Followee)})
+		case f.Follower == f.Followee:
+			im.bad = append(im.bad, &RowError{f.Pos, "a user cannot follow itself"})
+		case len(im.bad) == 0:
+			if err := load.add(f); err != nil {
+				return nil, err
+			}
+			im.st.Follows++
+			if im.progress != nil && im.st.Follows%50000 == 0 {
+				im.progress(im.st.Follows)
+			}
+		}
+		if len(im.bad) >= maxImportErrors {
+			return nil, im.bad
+		}
+	}
+	if len(im.bad) > 0 {
+		return nil, im.bad
+	}
+	if err := load.flush(); err != nil {
+		return nil, err
+	}
+	if im.progress != nil {
+		im.progress(im.st.Follows)
+	}
+	return load, nil
+}
+
+// execAll runs statements in r's transaction, as they are.
+func execAll(ctx context.Context, r runner, stmts []string) error {
+	for _, q := range stmts {
+		if _, err := r.tx.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // pair is a follow's or a block's two users, in its direction.
@@ -378,12 +417,12 @@ type pair struct{ from, to int64 }
 // importBlocks loads blocks between users there are (ids), refusing
 // self-blocks and blocks of unknown users into bad, and returns where
 // each imported block came from.
-func (s *Store) importBlocks(ctx context.Context, r runner, blocks iter.Seq2[BlockRow, error], ids map[int64]bool, bad *ImportErrors, reject func(error) bool) (map[pair]Pos, error) {
+func (s *Store) importBlocks(ctx context.Context, b bulkRun, blocks iter.Seq2[BlockRow, error], ids map[int64]bool, bad *ImportErrors, reject func(error) bool) (map[pair]Pos, error) {
 	loaded := map[pair]Pos{}
 	if blocks == nil {
 		return loaded, nil
 	}
-	ins := s.rowSink(ctx, r, "Blocks", blockImportColumns, func(v []any) string { return fmt.Sprintf("block %v -> %v", v[0], v[1]) })
+	ins := s.rowSink(ctx, b, "Blocks", blockImportColumns, func(v []any) string { return fmt.Sprintf("block %v -> %v", v[0], v[1]) })
 	for b, err := range blocks {
 		switch {
 		case err != nil:
@@ -447,235 +486,6 @@ func refuseFollowsAcrossBlocks(ctx context.Context, r runner, imported map[pair]
 	return nil
 }
 
-// noFollows reports whether the graph has no follows yet (in SQL every
-// dialect reads: SQL Server has no LIMIT).
-func noFollows(ctx context.Context, r runner) (bool, error) {
-	var some int
-	err := r.queryRow(ctx, `SELECT CASE WHEN EXISTS (SELECT 1 FROM Follows) THEN 1 ELSE 0 END`, nil, &some)
-	return some == 0, err
-}
-
-// followLoad writes an import's checked follows into the follow table
-// and counts them. Into a new SQLite file, it holds them for writing the
-// table's pages (pages, see followPages); otherwise, or when there are
-// too many to hold, it sets the table's indexes and triggers aside
-// (restore makes them again) and writes the rows into sink.
-type followLoad struct {
-	ctx     context.Context
-	r       runner
-	sink    rowSink
-	pages   *followPages
-	restore func() error
-	// counts are, by user, the imported follows the count rule counts
-	// for it (its followers, its following), given deactivated, the
-	// users it leaves out; every user at either end of an imported
-	// follow has an entry.
-	counts      importCounts
-	deactivated map[int64]bool
-
-	// whyNotPages says why the follows of an import into a new file go
-	// through SQLite rather than into pages (see ImportStats.FollowTable).
-	whyNotPages string
-}
-
-func (s *Store) newFollowLoad(ctx context.Context, r runner, fresh bool, ids map[int64]bool) (*followLoad, error) {
-	l := &followLoad{ctx: ctx, r: r, counts: newImportCounts(ids), deactivated: map[int64]bool{}}
-	err := scanRows(ctx, r, deactivatedIDs, func(rs *rows) error {
-		var id int64
-		err := rs.Scan(&id)
-		l.deactivated[id] = true
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case fresh && r.fresh != nil && r.fresh.pages:
-		if l.pages, l.whyNotPages, err = newFollowPages(ctx, r); err != nil || l.pages != nil {
-			return l, err
-		}
-	case r.fresh != nil:
-		l.whyNotPages = "another connection has the file open, so it stays in WAL mode"
-	}
-	return l, l.toSink()
-}
-
-// toSink sets the follow table's indexes and triggers aside and makes
-// the sink the rows go into, with the rows held so far.
-func (l *followLoad) toSink() error {
-	var err error
-	if l.restore, err = l.r.s.d.setAsideFollowIndexes(l.ctx, l.r); err != nil {
-		return err
-	}
-	l.sink = l.r.s.rowSink(l.ctx, l.r, "Follows", followImportColumns, func(v []any) string { return fmt.Sprintf("follow %v -> %v", v[0], v[1]) })
-	held := l.pages
-	l.pages = nil
-	for i := range held.len() {
-		if err := l.write(held.row(i)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (l *followLoad) add(f FollowRow) error {
-	l.count(f.Followee, 0, f.Follower)
-	l.count(f.Follower, 1, f.Followee)
-	if l.pages != nil {
-		if l.whyNotPages = l.pages.add(f); l.whyNotPages == "" {
-			return nil
-		}
-		if err := l.toSink(); err != nil {
-			return err
-		}
-	}
-	return l.write(f)
-}
-
-func (l *followLoad) write(f FollowRow) error {
-	return l.sink.add(f.Pos, f.Follower, f.Followee, l.r.s.d.timeArg(f.At), f.Muted, !f.NotificationsOff)
-}
-
-// count counts a follow for user in its counts[which] when the user at
-// the follow's other end is active.
-func (l *followLoad) count(user int64, which int, other int64) {
-	l.counts.add(user, which, len(l.deactivated) == 0 || !l.deactivated[other])
-}
-
-// importCounts are, by user, the imported follows the count rule counts
-// for it (its followers, its following); every user at either end of an
-// imported follow has an entry. They are kept in a slice by id when the
-// ids are dense enough, as users' mostly are: in a map, the two lookups
-// a follow were a third of the loading goroutine's CPU (0.5 of 1.5 s for
-// 2.9 million follows).
-type importCounts struct {
-	dense  []denseCount
-	sparse map[int64]*[2]int
-}
-
-type denseCount struct {
-	n    [2]int
-	seen bool
-}
-
-// newImportCounts makes the counts of follows between ids.
-func newImportCounts(ids map[int64]bool) importCounts {
-	var top int64
-	for id := range ids {
-		top = max(top, id)
-	}
-	if top <= 4*int64(len(ids))+1<<16 {
-		return importCounts{dense: make([]denseCount, top+1)}
-	}
-	return importCounts{sparse: map[int64]*[2]int{}}
-}
-
-// add counts a follow for user in its counts[which] if counted, and
-// gives it an entry in any case.
-func (c *importCounts) add(user int64, which int, counted bool) {
-	n := 0
-	if counted {
-		n = 1
-	}
-	if c.dense != nil && user >= 0 && user < int64(len(c.dense)) {
-		d := &c.dense[user]
-		d.n[which] += n
-		d.seen = true
-		return
-	}
-	if c.sparse == nil {
-		c.sparse = map[int64]*[2]int{}
-	}
-	e := c.sparse[user]
-	if e == nil {
-		e = new([2]int)
-		c.sparse[user] = e
-	}
-	e[which] += n
-}
-
-// all yields each user's counts, those in the slice in id order.
-func (c *importCounts) all(yield func(int64, [2]int) bool) {
-	for id, d := range c.dense {
-		if d.seen && !yield(int64(id), d.n) {
-			return
-		}
-	}
-	for id, n := range c.sparse {
-		if !yield(id, *n) {
-			return
-		}
-	}
-}
-
-// ids are the users all yields.
-func (c *importCounts) ids() []int64 {
-	var ids []int64
-	for id := range c.all {
-		ids = append(ids, id)
-	}
-	return ids
-}
-
-// flush writes the follows still gathered.
-func (l *followLoad) flush() error {
-	if l.sink == nil {
-		return nil
-	}
-	return l.sink.flush()
-}
-
-// setCounts sets the counts of the users at either end of an imported
-// follow. Into a graph that had no follows (fresh), they are the counts
-// the load made, written in one statement where the dialect has one
-// (dialect.setImportedCounts): the count rule applied in Go, to the
-// imported rows as they went by, with the rule's own list of deactivated
-// users, which costs nothing beside reading 3 million rows back (1.5 to
-// 3 s). Otherwise the count rule recounts them in SQL (see
-// recountUsersGrouped), which also counts the follows there were.
-func (l *followLoad) setCounts(fresh bool) error {
-	d := l.r.s.d
-	if fresh && d.setImportedCounts != "" {
-		b := []byte{'['}
-		for id, c := range l.counts.all {
-			if len(b) > 1 {
-				b = append(b, ',')
-			}
-			b = append(b, '[')
-			b = strconv.AppendInt(b, id, 10)
-			b = append(b, ',')
-			b = strconv.AppendInt(b, int64(c[0]), 10)
-			b = append(b, ',')
-			b = strconv.AppendInt(b, int64(c[1]), 10)
-			b = append(b, ']')
-		}
-		b = append(b, ']')
-		_, err := l.r.exec(l.ctx, d.setImportedCounts, string(b))
-		return err
-	}
-	_, err := l.r.exec(l.ctx, d.recountImported, idList(l.counts.ids()))
-	return err
-}
-
-// bumpVersions bumps the follow versions (see followLists) of the users
-// of the imported follows, where the dialect keeps them: the triggers
-// that would have were set aside for the load. (Into a new file whose
-// pages the import writes itself, no server can hold a list yet.)
-func (l *followLoad) bumpVersions() error {
-	d := l.r.s.d
-	if d.bumpFollowVersions == "" {
-		return nil
-	}
-	// Every user at either end: a follow of a deactivated user counts for
-	// nobody but is in its follower's list all the same.
-	ids := l.counts.ids()
-	if len(ids) == 0 {
-		return nil
-	}
-	_, err := l.r.exec(l.ctx, d.bumpFollowVersions, idList(ids))
-	return err
-}
-
 // existingUsers returns the ids of the users there are, their names in
 // lower case, and their external ids, each with a Pos naming its user
 // (as an imported one's names its row).
@@ -701,82 +511,134 @@ func existingUsers(ctx context.Context, r runner) (map[int64]bool, map[string]bo
 	return ids, names, externals, rows.Err()
 }
 
+// bulkRun is a bulk import's transaction: its runner, and the connection
+// it runs on, for what database/sql cannot say (COPY, the pages written
+// after the commit); newFile is set in an import into a new database that
+// its dialect loads its own way (see newFileLoader).
+type bulkRun struct {
+	runner
+	conn    *sql.Conn
+	newFile *newFile
+}
+
 // bulkTx runs fn in one transaction on a connection of its own, set up
-// for loading many rows (see dialect.bulkSetup), and puts the connection
-// back as it was.
-func (s *Store) bulkTx(ctx context.Context, fn func(r runner) error) (err error) {
+// for loading many rows (see bulkLoader.bulkSetup), and puts the
+// connection back as it was; a connection that cannot be put back is
+// discarded (see resetBulkConn).
+func (s *Store) bulkTx(ctx context.Context, bulk bulkLoader, fn func(b bulkRun) error) (err error) {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	for _, q := range s.d.bulkSetup {
+	// Deferred before the set-up runs, which may stop halfway.
+	defer func() {
+		if rerr := resetBulkConn(conn, bulk.bulkReset()); rerr != nil {
+			if err == nil {
+				err = fmt.Errorf("the rows went in, but: %w", rerr)
+			} else {
+				err = errors.Join(err, rerr)
+			}
+		}
+	}()
+	for _, q := range bulk.bulkSetup() {
 		if _, err := conn.ExecContext(ctx, q); err != nil {
 			return err
 		}
 	}
-	defer func() {
-		for _, q := range s.d.bulkReset {
-			conn.ExecContext(context.Background(), q)
-		}
-	}()
-	var fresh *freshImport
-	if s.d.freshBulk != nil {
-		var empty int
-		if err := conn.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM Users UNION ALL SELECT 1 FROM Follows LIMIT 1) AS x`).Scan(&empty); err != nil {
-			return err
-		}
-		if empty == 0 {
-			end, pages, err := s.d.freshBulk(ctx, conn)
-			if err != nil {
-				return fmt.Errorf("prepare the new database for loading: %w", err)
+	nf, err := s.startNewFile(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if nf != nil {
+		defer func() {
+			if eerr := nf.finish(); eerr != nil && err == nil {
+				err = fmt.Errorf("end loading the new database: %w", eerr)
 			}
-			fresh = &freshImport{pages: pages}
-			defer func() {
-				if fresh.unfinished {
-					return // the mark stays: the server refuses the file
-				}
-				if eerr := end(); eerr != nil && err == nil {
-					err = fmt.Errorf("end loading the new database: %w", eerr)
-				}
-			}()
-		}
+		}()
 	}
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return s.d.classify(err)
 	}
 	err = s.runTx(tx, func(r runner) error {
-		r.conn, r.fresh = conn, fresh
-		return fn(r)
+		return fn(bulkRun{runner: r, conn: conn, newFile: nf})
 	})
-	if err == nil && fresh != nil && fresh.afterCommit != nil {
-		if err = fresh.afterCommit(); err != nil {
-			fresh.unfinished = true
-		}
-	}
-	if fresh != nil {
-		// Now that no SQLite lock is held (the closes would drop them).
-		for _, f := range fresh.files {
-			f.Close()
+	if err == nil && nf != nil && nf.afterCommit != nil {
+		if err = nf.afterCommit(); err != nil {
+			nf.unfinished = true
 		}
 	}
 	return err
 }
 
-// freshImport is a bulk import into a new database (see
-// dialect.freshBulk).
-type freshImport struct {
-	// pages says the import may write the follow table's pages itself
-	// (see followPages), in afterCommit, which runs once the transaction
-	// has committed and before the database is put back; if it fails,
-	// the import is unfinished and the database is left marked so.
-	pages       bool
+// resetBulkConn puts a bulk import's connection back as the pool's others
+// are, and closes it. When that fails, the connection is discarded rather
+// than returned to the pool: it may still have, say, SQLite's foreign keys
+// off, for whichever request would get it next. The reset runs even when
+// the import's context is done.
+func resetBulkConn(conn *sql.Conn, reset []string) error {
+	for _, q := range reset {
+		if _, err := conn.ExecContext(context.Background(), q); err != nil {
+			conn.Raw(func(any) error { return driver.ErrBadConn })
+			conn.Close()
+			return fmt.Errorf("put the import's connection back (it was discarded): %s: %w", q, err)
+		}
+	}
+	return conn.Close()
+}
+
+// newFile is a bulk import into a new, empty database that its dialect
+// loads its own way (see newFileLoader).
+type newFile struct {
+	// writeTree says the import may write the follow table's pages
+	// itself (see followPages), in afterCommit, which runs once the
+	// transaction has committed and before the database is put back;
+	// if it fails, the import is unfinished and the database is left
+	// marked so.
+	writeTree   bool
 	afterCommit func() error
 	unfinished  bool
+	// end puts the database back after the load.
+	end func() error
 	// files are the database's files the import opened itself, closed
 	// after the transaction and afterCommit.
 	files []*os.File
+}
+
+// startNewFile has the dialect set conn up for loading a new database,
+// where it loads one its own way and the database is new: no users and
+// no follows.
+func (s *Store) startNewFile(ctx context.Context, conn *sql.Conn) (*newFile, error) {
+	loader, ok := s.d.(newFileLoader)
+	if !ok {
+		return nil, nil
+	}
+	var some int
+	if err := conn.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM Users UNION ALL SELECT 1 FROM Follows LIMIT 1) AS x`).Scan(&some); err != nil {
+		return nil, err
+	}
+	if some > 0 {
+		return nil, nil
+	}
+	end, writeTree, err := loader.startNewFile(ctx, conn)
+	if err != nil {
+		return nil, fmt.Errorf("prepare the new database for loading: %w", err)
+	}
+	return &newFile{writeTree: writeTree, end: end}, nil
+}
+
+// finish closes the files the import opened, now that no SQLite lock is
+// held (the closes would drop them), and puts the database back, unless
+// the import is unfinished: then the mark stays, and the server refuses
+// the file.
+func (nf *newFile) finish() error {
+	for _, f := range nf.files {
+		f.Close()
+	}
+	if nf.unfinished {
+		return nil
+	}
+	return nf.end()
 }
 
 // setAside drops, for a bulk import, the objects that a catalogue query
@@ -827,14 +689,16 @@ type rowSink interface {
 }
 
 // rowSink returns the dialect's way of loading rows into table's columns:
-// its bulk copy where it has one, multi-row INSERTs otherwise.
-func (s *Store) rowSink(ctx context.Context, r runner, table string, cols []string, what func(vals []any) string) rowSink {
-	if s.d.copyRows != nil && !(table == "Users" && s.d.usersByInsert) {
-		return &copySink{ctx: ctx, r: r, table: table, cols: cols, what: what}
+// its bulk copy where it has one (bulkCopier), multi-row INSERTs
+// otherwise.
+func (s *Store) rowSink(ctx context.Context, b bulkRun, table string, cols []string, what func(vals []any) string) rowSink {
+	if c, ok := s.d.(bulkCopier); ok && c.copies(table) {
+		return &copySink{ctx: ctx, b: b, copier: c, table: table, cols: cols, what: what}
 	}
-	b := newBatchInsert(ctx, r, `INSERT INTO `+table+` (`+strings.Join(cols, ", ")+`) VALUES `, len(cols))
-	b.onFlushError = func(err error) error { return findDuplicate(ctx, r, b, err, what) }
-	return b
+	r := b.runner
+	ins := newBatchInsert(ctx, r, `INSERT INTO `+table+` (`+strings.Join(cols, ", ")+`) VALUES `, len(cols))
+	ins.onFlushError = func(err error) error { return findDuplicate(ctx, r, ins, err, what) }
+	return ins
 }
 
 // failedRow is an error the database raised on one row of many sent
@@ -850,13 +714,14 @@ func (e *failedRow) Unwrap() error { return e.err }
 // copySink gathers rows and writes copyBatch of them at a time with the
 // dialect's copyRows, in the bulk transaction.
 type copySink struct {
-	ctx   context.Context
-	r     runner
-	table string
-	cols  []string
-	what  func([]any) string
-	rows  [][]any
-	pos   []Pos
+	ctx    context.Context
+	b      bulkRun
+	copier bulkCopier
+	table  string
+	cols   []string
+	what   func([]any) string
+	rows   [][]any
+	pos    []Pos
 }
 
 func (c *copySink) add(pos Pos, vals ...any) error {
@@ -872,9 +737,9 @@ func (c *copySink) flush() error {
 	if len(c.rows) == 0 {
 		return nil
 	}
-	err := c.r.s.d.copyRows(c.ctx, c.r, c.table, c.cols, c.rows)
+	err := c.copier.copyRows(c.ctx, c.b, c.table, c.cols, c.rows)
 	var fr *failedRow
-	if errors.As(err, &fr) && fr.row < len(c.rows) && errors.Is(c.r.s.d.classify(err), errDuplicate) {
+	if errors.As(err, &fr) && fr.row < len(c.rows) && errors.Is(c.b.s.d.classify(err), errDuplicate) {
 		return ImportErrors{{c.pos[fr.row], c.what(c.rows[fr.row]) + " is there already"}}
 	}
 	c.rows, c.pos = c.rows[:0], c.pos[:0]
@@ -964,9 +829,6 @@ func (b *batchInsert) flush() error {
 // deleted users' included: the mark an import of this graph must keep
 // new ids above.
 func (s *Store) LastUserID(ctx context.Context) (int64, error) {
-	if s.d.lastUserID == nil {
-		return 0, fmt.Errorf("read the last user id: not built for %s", s.d.name)
-	}
 	last, err := s.d.lastUserID(ctx, s.read())
 	if err != nil {
 		return 0, fmt.Errorf("read the last user id: %w", err)

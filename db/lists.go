@@ -184,3 +184,6 @@ func jsonSuggestions(qs []SuggestionQuery) string {
 	b, _ := json.Marshal(batch)
 	return string(b)
 }
+
+// listUsersLimit is UsersPage's statement where LIMIT is the way to say it.
+var listUsersLimit = fillUsers(`SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id BETWEEN ? AND ? AND ` + active("u") + ` ORDER BY u.Id {order} LIMIT ?`)

@@ -189,7 +189,7 @@ func (s *Store) BlockedPage(ctx context.Context, q PageQuery) (Page, error) {
 // MutualCounts returns, for each id, how many of the people it follows
 // follow it back.
 func (s *Store) MutualCounts(ctx context.Context, ids []int64) ([]int, error) {
-	counts, err := lookup(ctx, s, s.d.mutualCounts, idList(ids), ids, func(r *rows) (id int64, n int, err error) {
+	counts, err := lookup(ctx, s, s.q.mutualCounts, idList(ids), ids, func(r *rows) (id int64, n int, err error) {
 		err = r.Scan(&id, &n)
 		return id, n, err
 	})

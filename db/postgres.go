@@ -1,7 +1,6 @@
 package db
 
 import (
-	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -13,9 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/stdlib" // also registers the "pgx" database/sql driver
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
@@ -30,150 +27,102 @@ import (
 //
 // The tables carry the names EF Core's Npgsql provider gives the model
 // ("Users", "FollowerId", PK_Follows...), so an EF Core app can share the
-// database.
-func postgresDialect() *dialect {
-	return &dialect{
-		name:   "postgres",
-		driver: "pgx",
-		goose:  goose.DialectPostgres,
-		configure: func(db *sql.DB) {
-			// Every instance holds up to this many of the server's
-			// max_connections (100 by default): see the README.
-			db.SetMaxOpenConns(16)
-			db.SetMaxIdleConns(16)
-			db.SetConnMaxIdleTime(5 * time.Minute)
-			db.SetConnMaxLifetime(time.Hour)
-		},
-		rebind:   rebindPostgres,
-		timeArg:  func(t time.Time) any { return t.UTC() },
-		scanTime: scanPostgresTime,
-		classify: classifyPostgres,
-		arg:      postgresArg,
-		sessionLocker: func() (lock.SessionLocker, error) {
-			// An advisory lock held by the migrating session: the other
-			// instances poll for it each second, for up to five minutes.
-			return lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
-		},
-		// Row locks that queue for each other: FOR NO KEY UPDATE is what
-		// the count trigger's UPDATE takes anyway, so taking it first
-		// costs no concurrency. FOR SHARE would deadlock two follows of
-		// one user, each waiting for the other's share to turn into the
-		// trigger's update. FOR UPDATE, for a delete, also waits for the
-		// foreign-key checks of follows being inserted by other writers.
-		actLock:    lockClause{suffix: " FOR NO KEY UPDATE"},
-		aroundLock: lockClause{suffix: " FOR UPDATE"},
-		// The column default sets CreatedAt (clock_timestamp(), in
-		// microseconds); a conflict with an existing or concurrent follow of
-		// the pair returns no row, and the follow is "already".
-		insertFollow: `INSERT INTO Follows (FollowerId, FolloweeId) VALUES (?, ?)
-ON CONFLICT (FollowerId, FolloweeId) DO NOTHING RETURNING CreatedAt`,
-		insertUser: `INSERT INTO Users (Name, SecurityStamp) VALUES (?, ?) RETURNING Id`,
-		// One advisory lock (its key is "FollowEv" in ASCII) held to the commit orders the event Ids; the
-		// notification, sent on commit, wakes every listening process.
-		lockEvents:   `SELECT pg_advisory_xact_lock(5075394518052193654)`,
-		insertEvent:  insertEventReturning,
-		notifyEvents: `SELECT pg_notify('` + eventChannel + `', ?)`,
-		lastUserID:   postgresLastUserID,
-		idSet:        postgresIDSet,
-		// lower(Name) is what IX_Users_Name indexes.
-		userByName: `SELECT ` + userColumns + ` FROM Users AS u WHERE lower(u.Name) = lower(?)`,
-		listUsers:  listUsersLimit,
-		followsExist: `SELECT f.FollowerId, f.FolloweeId, f.Muted, f.NotificationsEnabled FROM jsonb_array_elements(?::jsonb) AS p
-JOIN Follows AS f ON f.FollowerId = (p.value ->> 0)::integer AND f.FolloweeId = (p.value ->> 1)::integer`,
-		blocksExist: `SELECT b.BlockerId, b.BlockedId FROM jsonb_array_elements(?::jsonb) AS p
-JOIN Blocks AS b ON b.BlockerId = (p.value ->> 0)::integer AND b.BlockedId = (p.value ->> 1)::integer`,
-		mutualCounts: `SELECT k.id, ` + mutualCount("k.id") + ` FROM (` + postgresIDSet + `) AS k(id)`,
-		pagesQuery: func(kind listKind, way pageWay, qs []PageQuery) (string, []any) {
-			return postgresListTexts[way][kind], []any{jsonPages(qs, postgresTime)}
-		},
-		suggestionsQuery: func(qs []SuggestionQuery) (string, []any) {
-			return postgresSuggestionsText, []any{jsonSuggestions(qs)}
-		},
-		adoption:              adopt.Postgres(),
-		setAsideFollowIndexes: postgresSetAsideFollowIndexes,
-		copyRows:              copyPostgres,
-		// Memory for rebuilding the set-aside indexes in one sort rather
-		// than in runs merged from disk; the bulk connection's alone.
-		bulkSetup:        []string{`SET maintenance_work_mem = '256MB'`},
-		bulkReset:        []string{`RESET maintenance_work_mem`},
-		keepUserIDsAbove: postgresKeepUserIDsAbove,
-		afterImport: []string{
-			// Imported users keep their ids, which the identity
-			// sequence did not give: it moves past the highest, never
-			// back (a deleted user's id is not given again).
-			`SELECT setval(s.seq, GREATEST(m.top, COALESCE(pg_sequence_last_value(s.seq), 0)))
-FROM (SELECT pg_get_serial_sequence('"Users"', 'Id')::regclass AS seq) AS s,
-     (SELECT max("Id") AS top FROM "Users") AS m
-WHERE m.top IS NOT NULL`,
-			// The planner's statistics describe the tables as they are
-			// now, before the first query rather than when autovacuum
-			// gets round to it.
-			`ANALYZE "Users", "Follows"`,
-		},
-	}
+// database. Its files: this one, postgres_lists.go (the list and
+// suggestions statements), postgres_import.go (bulk import with COPY),
+// postgres_events.go (LISTEN/NOTIFY); adoption is db/adopt/postgres.go.
+type postgresDialect struct{}
+
+var (
+	_ dialect        = (*postgresDialect)(nil)
+	_ rowLocker      = (*postgresDialect)(nil)
+	_ eventLocker    = (*postgresDialect)(nil)
+	_ eventListener  = (*postgresDialect)(nil)
+	_ sessionLocking = (*postgresDialect)(nil)
+	_ sqlSuggester   = (*postgresDialect)(nil)
+	_ bulkLoader     = (*postgresDialect)(nil)
+	_ bulkCopier     = (*postgresDialect)(nil)
+	_ adopter        = (*postgresDialect)(nil)
+)
+
+func (*postgresDialect) name() string                { return "postgres" }
+func (*postgresDialect) driver() string              { return "pgx" }
+func (*postgresDialect) gooseDialect() goose.Dialect { return goose.DialectPostgres }
+func (d *postgresDialect) location(dsn string) string {
+	return serverLocation(d.name(), dsn)
 }
 
-// postgresFollowsAside are the objects on Follows that a bulk import sets
-// aside, with the statements that make them again: the secondary indexes
-// (not the primary key's, which finds duplicate rows as they come), the
-// triggers the server made (the counts'), and the foreign keys, whose
-// checks, a lookup in Users for each end of each row, made loading 3.3
-// million follows take 102 s rather than 20 s. The import checks both
-// ends of every row itself, and adding the keys back checks all rows
-// again in one pass.
-const postgresFollowsAside = `SELECT 'INDEX', i.indexname, i.indexdef FROM pg_indexes AS i
-WHERE i.schemaname = current_schema() AND i.tablename = 'Follows'
-  AND NOT EXISTS (SELECT 1 FROM pg_constraint AS c WHERE c.conrelid = '"Follows"'::regclass AND c.conname = i.indexname)
-UNION ALL
-SELECT 'TRIGGER', t.tgname, pg_get_triggerdef(t.oid) FROM pg_trigger AS t
-WHERE t.tgrelid = '"Follows"'::regclass AND NOT t.tgisinternal
-UNION ALL
-SELECT 'CONSTRAINT', c.conname, 'ALTER TABLE "Follows" ADD CONSTRAINT ' || quote_ident(c.conname) || ' ' || pg_get_constraintdef(c.oid)
-FROM pg_constraint AS c WHERE c.conrelid = '"Follows"'::regclass AND c.contype = 'f'`
-
-// postgresSetAsideFollowIndexes drops the follow table's secondary
-// indexes, count trigger and foreign keys (postgresFollowsAside), and
-// returns what recreates them from their definitions in the catalogue:
-// building an index once from all rows is far faster than keeping it
-// through millions of inserts, and the import recounts what the trigger
-// would have counted. DDL is transactional on PostgreSQL, so a refused
-// import leaves them as they were.
-func postgresSetAsideFollowIndexes(ctx context.Context, r runner) (restore func() error, err error) {
-	return setAside(ctx, r, postgresFollowsAside, func(kind, name string) string {
-		// Names from the catalogue, quoted; no value of a row.
-		switch kind {
-		case "TRIGGER":
-			return "DROP TRIGGER " + pgx.Identifier{name}.Sanitize() + ` ON "Follows"`
-		case "CONSTRAINT":
-			return `ALTER TABLE "Follows" DROP CONSTRAINT ` + pgx.Identifier{name}.Sanitize()
-		}
-		return "DROP INDEX " + pgx.Identifier{name}.Sanitize()
-	})
+func (*postgresDialect) configure(db *sql.DB) {
+	// Every instance holds up to this many of the server's
+	// max_connections (100 by default): see the README.
+	db.SetMaxOpenConns(16)
+	db.SetMaxIdleConns(16)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	db.SetConnMaxLifetime(time.Hour)
 }
 
-// copyPostgres writes rows with COPY through pgx's own connection, which
-// database/sql's conn wraps, inside the transaction open on it: several
-// times faster than INSERTs. A row PostgreSQL refuses is found by the line
-// its error's context names ("COPY Follows, line 12").
-func copyPostgres(ctx context.Context, r runner, table string, cols []string, rows [][]any) error {
-	return r.conn.Raw(func(dc any) error {
-		c, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("COPY needs pgx's connection, not %T", dc)
-		}
-		_, err := c.Conn().CopyFrom(ctx, pgx.Identifier{table}, cols, pgx.CopyFromRows(rows))
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) {
-			if m := copyLine.FindStringSubmatch(pe.Where); m != nil {
-				line, _ := strconv.Atoi(m[1])
-				return &failedRow{row: line - 1, err: err}
-			}
-		}
-		return err
-	})
+func (*postgresDialect) rebind(q string) string            { return rebindPostgres(q) }
+func (*postgresDialect) arg(v any) any                     { return postgresArg(v) }
+func (*postgresDialect) timeArg(t time.Time) any           { return t.UTC() }
+func (*postgresDialect) scanTime(v any) (time.Time, error) { return scanPostgresTime(v) }
+func (*postgresDialect) classify(err error) error          { return classifyPostgres(err) }
+func (*postgresDialect) adoption() adopt.Dialect           { return postgresAdoptionOnce() }
+
+// exportTx reads a graph in a snapshot.
+func (*postgresDialect) exportTx() *sql.TxOptions {
+	return &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead}
 }
 
-var copyLine = regexp.MustCompile(`(?m)^COPY [^,]*, line (\d+)`)
+// postgresAdoptionOnce is PostgreSQL's adoption, made once.
+var postgresAdoptionOnce = sync.OnceValue(adopt.Postgres)
+
+func (*postgresDialect) sessionLocker() (lock.SessionLocker, error) {
+	// An advisory lock held by the migrating session: the other
+	// instances poll for it each second, for up to five minutes.
+	return lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
+}
+
+// rowLocks are row locks that queue for each other: FOR NO KEY UPDATE is
+// what the count trigger's UPDATE takes anyway, so taking it first costs
+// no concurrency. FOR SHARE would deadlock two follows of one user, each
+// waiting for the other's share to turn into the trigger's update. FOR
+// UPDATE, for a delete, also waits for the foreign-key checks of follows
+// being inserted by other writers.
+func (*postgresDialect) rowLocks() (act, around lockClause) {
+	return lockClause{suffix: " FOR NO KEY UPDATE"}, lockClause{suffix: " FOR UPDATE"}
+}
+
+// insertFollow: the column default sets CreatedAt (clock_timestamp(), in
+// microseconds); a conflict with an existing or concurrent follow of the
+// pair returns no row, and the follow is "already".
+func (*postgresDialect) insertFollow() string {
+	return `INSERT INTO Follows (FollowerId, FolloweeId) VALUES (?, ?)
+ON CONFLICT (FollowerId, FolloweeId) DO NOTHING RETURNING CreatedAt`
+}
+
+func (*postgresDialect) insertUser() string  { return insertUserReturning }
+func (*postgresDialect) insertEvent() string { return insertEventReturning }
+func (*postgresDialect) idSet() string       { return postgresIDSet }
+
+// userByName: lower(Name) is what IX_Users_Name indexes.
+func (*postgresDialect) userByName() string {
+	return `SELECT ` + userColumns + ` FROM Users AS u WHERE lower(u.Name) = lower(?)`
+}
+
+func (*postgresDialect) followsExist() string {
+	return `SELECT f.FollowerId, f.FolloweeId, f.Muted, f.NotificationsEnabled FROM jsonb_array_elements(?::jsonb) AS p
+JOIN Follows AS f ON f.FollowerId = (p.value ->> 0)::integer AND f.FolloweeId = (p.value ->> 1)::integer`
+}
+
+func (*postgresDialect) blocksExist() string {
+	return `SELECT b.BlockerId, b.BlockedId FROM jsonb_array_elements(?::jsonb) AS p
+JOIN Blocks AS b ON b.BlockerId = (p.value ->> 0)::integer AND b.BlockedId = (p.value ->> 1)::integer`
+}
+
+func (*postgresDialect) mutualCounts() string {
+	return `SELECT k.id, ` + mutualCount("k.id") + ` FROM (` + postgresIDSet + `) AS k(id)`
+}
+
+func (*postgresDialect) listUsers() [2]string { return listUsersLimit }
 
 // postgresDSN adds to a DSN the settings the server's sessions need,
 // unless it gives them itself; pgx sends a URL's unknown parameters as
@@ -195,69 +144,6 @@ func postgresDSN(dsn string) string {
 
 // postgresIDSet selects the ids of a JSON array parameter (see idList).
 const postgresIDSet = `SELECT j.value::integer FROM jsonb_array_elements_text(?::jsonb) AS j`
-
-// The list statements: for each query in the JSON batch, LATERAL seeks
-// that user's index range from the cursor the page starts at (backwards
-// for a forward page, forwards for a backward one), by the row-value
-// comparison the index serves as one range, up to the cursor it stops at,
-// and stops at the query's own LIMIT. The users are joined inside, so
-// that each query's rows come out in the order it read them. A page
-// without a cursor for an end of its range carries one past that end of
-// every list.
-var postgresListTexts = fillLists(`SELECT q.k, p.*
-FROM (SELECT (j.value ->> 0)::integer AS k, (j.value ->> 1)::integer AS UserId, (j.value ->> 2)::integer AS Lim,
-             (j.value ->> 3)::timestamptz AS FromAt, (j.value ->> 4)::integer AS FromId,
-             (j.value ->> 5)::timestamptz AS ToAt, (j.value ->> 6)::integer AS ToId
-      FROM jsonb_array_elements(?::jsonb) AS j) AS q
-CROSS JOIN LATERAL (
-  SELECT {e}.CreatedAt, ` + userColumns + `
-  FROM {table} AS {e} JOIN ` + activeUser("u", "{e}.{other}") + `
-  WHERE {e}.{owner} = q.UserId AND ({e}.CreatedAt, {e}.{other}) {from} (q.FromAt, q.FromId)
-    AND ({e}.CreatedAt, {e}.{other}) {to} (q.ToAt, q.ToId){also}
-  ORDER BY {e}.CreatedAt {order}, {e}.{other} {order}
-  LIMIT q.Lim) AS p`)
-
-// The suggestions statement looks candidates up in Users by key, most
-// shared first, and only as many as the page needs: the candidates come
-// sorted by Via, so that an incremental sort on (Via, Name, Id) stops at
-// the LIMIT once a Via's group is complete, and OFFSET 0 keeps the
-// planner from turning the lookups into a join, which it did with a scan
-// of all of Users. For a typical user of the large graph: 23 lookups
-// rather than 645, 2.6 ms rather than 35.
-var postgresSuggestionsText = `SELECT q.k, s.*
-FROM (SELECT (j.value ->> 0)::integer AS k, (j.value ->> 1)::integer AS UserId, (j.value ->> 2)::integer AS Lim
-      FROM jsonb_array_elements(?::jsonb) AS j) AS q
-CROSS JOIN LATERAL (
-  SELECT c.Via, ` + userColumns + `
-  FROM (` + suggestionCandidates("SELECT q.UserId AS Id", postgresNewestFollows) + ` ORDER BY Via DESC) AS c
-  CROSS JOIN LATERAL (SELECT * FROM Users AS u WHERE u.Id = c.Id AND ` + active("u") + ` OFFSET 0) AS u
-  ORDER BY c.Via DESC, u.Name ASC, c.Id ASC
-  LIMIT q.Lim) AS s`
-
-// postgresNewestFollows joins, as alias, the newest n follows by owner: an
-// index seek of n entries, whatever the length of owner's list.
-func postgresNewestFollows(alias, owner string, n int) string {
-	return fmt.Sprintf(`CROSS JOIN LATERAL (SELECT nf.FolloweeId FROM Follows AS nf WHERE nf.FollowerId = %[2]s
-          ORDER BY nf.CreatedAt DESC, nf.FolloweeId DESC LIMIT %[3]d) AS %[1]s`, alias, owner, n)
-}
-
-// postgresKeepUserIDsAbove moves the Users identity past last, never back.
-func postgresKeepUserIDsAbove(ctx context.Context, r runner, last int64) error {
-	if last == 0 {
-		return nil
-	}
-	_, err := r.exec(ctx, `SELECT setval(s.seq, GREATEST(?, COALESCE(pg_sequence_last_value(s.seq), 0)))
-FROM (SELECT pg_get_serial_sequence('"Users"', 'Id')::regclass AS seq) AS s`, last)
-	return err
-}
-
-// postgresLastUserID reads the highest id the Users identity has given
-// out, deleted users' included; 0 before the first.
-func postgresLastUserID(ctx context.Context, r runner) (int64, error) {
-	var last int64
-	err := r.queryRow(ctx, `SELECT COALESCE(pg_sequence_last_value(pg_get_serial_sequence('"Users"', 'Id')), 0)`, nil, &last)
-	return last, err
-}
 
 // postgresTime is how a cursor's time travels in a JSON batch: timestamptz
 // keeps microseconds, and the digits below them, which no stored time

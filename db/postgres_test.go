@@ -176,14 +176,14 @@ SELECT a, b, now() - make_interval(secs => a * 3 + k) FROM generate_series(1, 30
 		}
 	}
 	// Query.users reads its range of the primary key, in order, either way.
-	for way, text := range s.d.listUsers {
+	for way, text := range s.q.listUsers {
 		plan := explain(t, s, text, []any{1, 2000, 11})
 		if !regexp.MustCompile(`Index Scan (Backward )?using "PK_Users" on "Users" u`).MatchString(plan) ||
 			strings.Contains(plan, "Backward") != (way == int(backward)) || strings.Contains(plan, "Sort") {
 			t.Errorf("users, way %d, does not read the primary key in its order:\n%s", way, plan)
 		}
 	}
-	text, args := s.d.suggestionsQuery([]SuggestionQuery{{User: 1, First: 10}, {User: 2, First: 10}})
+	text, args := s.d.(sqlSuggester).suggestionsQuery([]SuggestionQuery{{User: 1, First: 10}, {User: 2, First: 10}})
 	plan := explain(t, s, text, args)
 	if strings.Contains(plan, `Seq Scan on "Follows"`) || strings.Contains(plan, `Seq Scan on "Users"`) {
 		t.Errorf("suggestions scan the follow or user table:\n%s", plan)

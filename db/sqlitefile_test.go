@@ -124,7 +124,7 @@ func newSQLiteFile(t *testing.T, pageSize int) string {
 
 // importPaths imports g into a new file by each path: the page writer's
 // (a new file to itself), and SQLite's (the same, but with another
-// connection reading, which keeps it in WAL mode: see sqliteFreshBulk).
+// connection reading, which keeps it in WAL mode: see startNewFile).
 // It checks that each took its path, and returns the stores, open.
 func importPaths(t *testing.T, g followGraph, pageSize int) (pages, bySQL *Store, pagesPath string) {
 	t.Helper()
@@ -162,7 +162,7 @@ func importPaths(t *testing.T, g followGraph, pageSize int) (pages, bySQL *Store
 
 // readingFrom keeps a read transaction open on the file at path, on a
 // connection of its own, until stop: an import beside it stays in WAL
-// mode, and goes through SQLite (see sqliteFreshBulk).
+// mode, and goes through SQLite (see startNewFile).
 func readingFrom(t *testing.T, path string) (stop func()) {
 	t.Helper()
 	ctx := context.Background()

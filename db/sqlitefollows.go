@@ -18,7 +18,7 @@ import (
 )
 
 // followPages holds the follows of an import into a new SQLite file (no
-// users and no follows before it, see sqliteFreshBulk) in memory, checked,
+// users and no follows before it, see startNewFile) in memory, checked,
 // so that after the import's transaction commits, the Follows table and
 // its three indexes are written straight into the file (sqlitebtree)
 // rather than by SQLite, rows and keys sorted in Go on two cores. What
@@ -104,10 +104,10 @@ var (
 // it needs is an error, not a reason.
 //
 // The file is opened here, in the import's transaction, and closed by
-// bulkTx (see freshImport.files) only once the transaction has ended and
+// bulkTx (see newFile.files) only once the transaction has ended and
 // the pages are written: closing a descriptor drops all of the process's
 // locks on the file (POSIX), SQLite's included.
-func newFollowPages(ctx context.Context, r runner) (_ *followPages, whyNot string, err error) {
+func newFollowPages(ctx context.Context, r bulkRun) (_ *followPages, whyNot string, err error) {
 	m := &followPages{}
 	var path string
 	if err := r.queryRow(ctx, `SELECT file FROM pragma_database_list WHERE name = 'main'`, nil, &path); err != nil {
@@ -116,14 +116,14 @@ func newFollowPages(ctx context.Context, r runner) (_ *followPages, whyNot strin
 	if path == "" {
 		return nil, "the database is in memory", nil
 	}
-	if whyNot, err := m.readSchema(ctx, r); whyNot != "" || err != nil {
+	if whyNot, err := m.readSchema(ctx, r.runner); whyNot != "" || err != nil {
 		return nil, whyNot, err
 	}
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, "", fmt.Errorf("open the database file to write pages: %w", err)
 	}
-	r.fresh.files = append(r.fresh.files, f)
+	r.newFile.files = append(r.newFile.files, f)
 	m.h, err = sqlitebtree.ReadHeader(f)
 	switch {
 	case errors.Is(err, sqlitebtree.ErrUnwritable):
@@ -583,7 +583,7 @@ var testHookFollowPagesWritten func() error
 // transaction committed, on conn, the import's connection, which holds
 // SQLite's exclusive lock on the file meanwhile: no other connection,
 // in this process or another, reads pages half written. The file is in
-// a rollback-journal mode (sqliteFreshBulk left WAL mode; the header
+// a rollback-journal mode (startNewFile left WAL mode; the header
 // says so, see sqlitebtree.ReadHeader), so SQLite's connections see the
 // change counter move and drop the pages they held. Then SQLite checks
 // what was written (checkFollowTrees); all of it happens before the
@@ -686,18 +686,6 @@ func (m *followPages) writeTrees(f *os.File) error {
 		return fmt.Errorf("the file is shorter than its header says (%v)", err)
 	}
 	return sqlitebtree.Write(f, h, m.trees())
-}
-
-// how says how an import into a new file loads its follow table, and
-// why when not by writing pages; "" for any other import.
-func (l *followLoad) how() string {
-	switch {
-	case l.pages != nil:
-		return "writing its pages, then having SQLite check them"
-	case l.whyNotPages != "":
-		return "through SQLite, not by writing its pages: " + l.whyNotPages
-	}
-	return ""
 }
 
 // followAcrossBlock is the refusal of a block, imported from pos, that

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/golang-sql/civil"
@@ -25,57 +26,115 @@ import (
 //
 // Batches travel as one JSON parameter, so a batch never meets SQL
 // Server's 2,100-parameter limit and every batch size shares one statement
-// text (and one cached plan).
-func sqlserverDialect() *dialect {
-	return &dialect{
-		name:   "sqlserver",
-		driver: "sqlserver",
-		goose:  goose.DialectMSSQL,
-		configure: func(db *sql.DB) {
-			db.SetMaxOpenConns(16)
-			db.SetMaxIdleConns(16)
-			db.SetConnMaxIdleTime(5 * time.Minute)
-		},
-		checkServer: checkCompatibilityLevel,
-		rebind:      rebindAtP,
-		timeArg:     func(t time.Time) any { return civil.DateTimeOf(t.UTC()) },
-		scanTime:    scanSQLServerTime,
-		classify:    classifySQLServer,
-		arg:         sqlserverArg,
-		sessionLocker: func() (lock.SessionLocker, error) {
-			return appLock{resource: "follows-migrations", timeout: 5 * time.Minute}, nil
-		},
-		// UPDLOCK queues writers of the same users (two U locks conflict,
-		// a reader's S lock does not), HOLDLOCK keeps it to the commit.
-		actLock:    lockClause{hint: " WITH (UPDLOCK, HOLDLOCK)"},
-		aroundLock: lockClause{hint: " WITH (UPDLOCK, HOLDLOCK)"},
-		// OUTPUT ... INTO, because SQL Server refuses a bare OUTPUT clause
-		// on a table with triggers (error 334), and Follows has the count
-		// triggers. UPDLOCK, HOLDLOCK makes the existence check and the
-		// insert one step for concurrent follows of the same pair; a
-		// duplicate key that slips through is classified as "already".
-		insertFollow: `DECLARE @t TABLE (CreatedAt datetime2(7));
+// text (and one cached plan). Its files: this one, sqlserver_lists.go (the
+// list and suggestions statements), sqlserver_import.go (bulk import);
+// adoption is db/adopt/sqlserver.go.
+type sqlserverDialect struct{}
+
+var (
+	_ dialect        = (*sqlserverDialect)(nil)
+	_ rowLocker      = (*sqlserverDialect)(nil)
+	_ eventLocker    = (*sqlserverDialect)(nil)
+	_ sessionLocking = (*sqlserverDialect)(nil)
+	_ serverChecker  = (*sqlserverDialect)(nil)
+	_ sqlSuggester   = (*sqlserverDialect)(nil)
+	_ bulkLoader     = (*sqlserverDialect)(nil)
+	_ bulkCopier     = (*sqlserverDialect)(nil)
+	_ userIDInserter = (*sqlserverDialect)(nil)
+	_ adopter        = (*sqlserverDialect)(nil)
+	_ scriptBatches  = (*sqlserverDialect)(nil)
+)
+
+// batchSeparator ends each statement of a schema script for SQL Server's
+// tools.
+func (*sqlserverDialect) batchSeparator() string { return "GO" }
+
+func (*sqlserverDialect) name() string                { return "sqlserver" }
+func (*sqlserverDialect) driver() string              { return "sqlserver" }
+func (*sqlserverDialect) gooseDialect() goose.Dialect { return goose.DialectMSSQL }
+func (d *sqlserverDialect) location(dsn string) string {
+	return serverLocation(d.name(), dsn)
+}
+
+func (*sqlserverDialect) configure(db *sql.DB) {
+	db.SetMaxOpenConns(16)
+	db.SetMaxIdleConns(16)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+}
+
+func (*sqlserverDialect) rebind(q string) string            { return rebindAtP(q) }
+func (*sqlserverDialect) arg(v any) any                     { return sqlserverArg(v) }
+func (*sqlserverDialect) timeArg(t time.Time) any           { return civil.DateTimeOf(t.UTC()) }
+func (*sqlserverDialect) scanTime(v any) (time.Time, error) { return scanSQLServerTime(v) }
+func (*sqlserverDialect) classify(err error) error          { return classifySQLServer(err) }
+func (*sqlserverDialect) adoption() adopt.Dialect           { return sqlserverAdoptionOnce() }
+
+func (*sqlserverDialect) checkServer(ctx context.Context, db *sql.DB) error {
+	return checkCompatibilityLevel(ctx, db)
+}
+
+// exportTx is READ COMMITTED: go-mssqldb has no read-only transaction and
+// SNAPSHOT needs the database's consent (see GraphReader).
+func (*sqlserverDialect) exportTx() *sql.TxOptions { return nil }
+
+// sqlserverAdoptionOnce is SQL Server's adoption, made once.
+var sqlserverAdoptionOnce = sync.OnceValue(adopt.SQLServer)
+
+func (*sqlserverDialect) sessionLocker() (lock.SessionLocker, error) {
+	return appLock{resource: "follows-migrations", timeout: 5 * time.Minute}, nil
+}
+
+// rowLocks: UPDLOCK queues writers of the same users (two U locks
+// conflict, a reader's S lock does not), HOLDLOCK keeps it to the commit.
+func (*sqlserverDialect) rowLocks() (act, around lockClause) {
+	l := lockClause{hint: " WITH (UPDLOCK, HOLDLOCK)"}
+	return l, l
+}
+
+// lockEvents: an application lock held to the commit orders the event
+// Ids; other processes poll.
+func (*sqlserverDialect) lockEvents() string {
+	return `EXEC sp_getapplock @Resource = N'FollowEvents', @LockMode = N'Exclusive', @LockOwner = N'Transaction'`
+}
+
+// insertFollow uses OUTPUT ... INTO, because SQL Server refuses a bare
+// OUTPUT clause on a table with triggers (error 334), and Follows has the
+// count triggers. UPDLOCK, HOLDLOCK makes the existence check and the
+// insert one step for concurrent follows of the same pair; a duplicate
+// key that slips through is classified as "already".
+func (*sqlserverDialect) insertFollow() string {
+	return `DECLARE @t TABLE (CreatedAt datetime2(7));
 INSERT INTO Follows (FollowerId, FolloweeId) OUTPUT INSERTED.CreatedAt INTO @t
 SELECT @p1, @p2 WHERE NOT EXISTS (SELECT 1 FROM Follows WITH (UPDLOCK, HOLDLOCK) WHERE FollowerId = @p1 AND FolloweeId = @p2);
-SELECT CreatedAt FROM @t;`,
-		insertUser: `INSERT INTO Users (Name, SecurityStamp) OUTPUT INSERTED.Id VALUES (?, ?)`,
-		// An application lock held to the commit orders the event Ids;
-		// other processes poll.
-		lockEvents:  `EXEC sp_getapplock @Resource = N'FollowEvents', @LockMode = N'Exclusive', @LockOwner = N'Transaction'`,
-		insertEvent: `INSERT INTO FollowEvents (Kind, FollowerId, FolloweeId, At) OUTPUT INSERTED.Id VALUES (?, ?, ?, ?)`,
-		idSet:       `SELECT CAST(value AS int) FROM OPENJSON(?)`,
-		userByName:  `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Name = ?`,
-		listUsers:   fillUsers(`SELECT TOP (@p3) ` + userColumns + ` FROM Users AS u WHERE u.Id BETWEEN @p1 AND @p2 AND ` + active("u") + ` ORDER BY u.Id {order}`),
-		followsExist: `SELECT f.FollowerId, f.FolloweeId, f.Muted, f.NotificationsEnabled FROM OPENJSON(?) WITH (a int '$[0]', b int '$[1]') AS p
-JOIN Follows AS f ON f.FollowerId = p.a AND f.FolloweeId = p.b`,
-		blocksExist: `SELECT b.BlockerId, b.BlockedId FROM OPENJSON(?) WITH (a int '$[0]', b int '$[1]') AS p
-JOIN Blocks AS b ON b.BlockerId = p.a AND b.BlockedId = p.b`,
-		mutualCounts:     `SELECT k.Id, ` + mutualCount("k.Id") + ` FROM OPENJSON(?) WITH (Id int '$') AS k`,
-		pagesQuery:       sqlserverPages,
-		suggestionsQuery: sqlserverSuggestions,
-		lastUserID:       sqlserverLastUserID,
-		adoption:         adopt.SQLServer(),
-	}
+SELECT CreatedAt FROM @t;`
+}
+
+func (*sqlserverDialect) insertUser() string {
+	return `INSERT INTO Users (Name, SecurityStamp) OUTPUT INSERTED.Id VALUES (?, ?)`
+}
+
+func (*sqlserverDialect) insertEvent() string {
+	return `INSERT INTO FollowEvents (Kind, FollowerId, FolloweeId, At) OUTPUT INSERTED.Id VALUES (?, ?, ?, ?)`
+}
+
+func (*sqlserverDialect) idSet() string { return `SELECT CAST(value AS int) FROM OPENJSON(?)` }
+
+func (*sqlserverDialect) userByName() string {
+	return `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Name = ?`
+}
+
+func (*sqlserverDialect) followsExist() string {
+	return `SELECT f.FollowerId, f.FolloweeId, f.Muted, f.NotificationsEnabled FROM OPENJSON(?) WITH (a int '$[0]', b int '$[1]') AS p
+JOIN Follows AS f ON f.FollowerId = p.a AND f.FolloweeId = p.b`
+}
+
+func (*sqlserverDialect) blocksExist() string {
+	return `SELECT b.BlockerId, b.BlockedId FROM OPENJSON(?) WITH (a int '$[0]', b int '$[1]') AS p
+JOIN Blocks AS b ON b.BlockerId = p.a AND b.BlockedId = p.b`
+}
+
+func (*sqlserverDialect) mutualCounts() string {
+	return `SELECT k.Id, ` + mutualCount("k.Id") + ` FROM OPENJSON(?) WITH (Id int '$') AS k`
 }
 
 // minCompatibilityLevel is the lowest database compatibility level at
@@ -103,57 +162,6 @@ func compatibilityError(name string, level int) error {
 	}
 	return fmt.Errorf("database %q has compatibility level %d; the server needs %d or higher (SQL Server 2016) for OPENJSON: run ALTER DATABASE [%s] SET COMPATIBILITY_LEVEL = %d",
 		name, level, minCompatibilityLevel, name, minCompatibilityLevel)
-}
-
-// sqlserverLastUserID reads the identity's last value, the highest id it
-// gave (null before the first insert).
-func sqlserverLastUserID(ctx context.Context, r runner) (int64, error) {
-	var last int64
-	err := r.queryRow(ctx, `SELECT COALESCE(CAST(c.last_value AS bigint), 0) FROM sys.identity_columns AS c
-WHERE c.object_id = OBJECT_ID('Users') AND c.name = 'Id'`, nil, &last)
-	return last, err
-}
-
-// The list statements: for each query in the JSON batch, CROSS APPLY seeks
-// that user's index range from the cursor the page starts at (down for a
-// forward page, up for a backward one) up to the cursor it stops at, and
-// stops at TOP (Lim). SQL Server has no row-value comparison; the OR form
-// below still seeks the index. A page without a cursor for an end of its
-// range carries one past that end of every list.
-var sqlserverListTexts = fillLists(`SELECT q.k, {e}.CreatedAt, ` + userColumns + `
-FROM OPENJSON(?) WITH (k int '$[0]', UserId int '$[1]', Lim int '$[2]',
-                       FromAt datetime2(7) '$[3]', FromId int '$[4]', ToAt datetime2(7) '$[5]', ToId int '$[6]') AS q
-CROSS APPLY (SELECT TOP (q.Lim) {e}.{other} AS Other, {e}.CreatedAt
-             FROM {table} AS {e} JOIN ` + activeUser("a", "{e}.{other}") + `
-             WHERE {e}.{owner} = q.UserId
-               AND ({e}.CreatedAt {from} q.FromAt OR ({e}.CreatedAt = q.FromAt AND {e}.{other} {from} q.FromId))
-               AND ({e}.CreatedAt {to} q.ToAt OR ({e}.CreatedAt = q.ToAt AND {e}.{other} {to} q.ToId)){also}
-             ORDER BY {e}.CreatedAt {order}, {e}.{other} {order}) AS {e}
-JOIN Users AS u ON u.Id = {e}.Other`)
-
-var sqlserverSuggestionsText = `SELECT q.k, s.Via, ` + userColumns + `
-FROM OPENJSON(?) WITH (k int '$[0]', UserId int '$[1]', Lim int '$[2]') AS q
-CROSS APPLY (SELECT TOP (q.Lim) c.Id, c.Via FROM
-               (` + suggestionCandidates("SELECT q.UserId AS Id", sqlserverNewestFollows) + `) AS c
-             JOIN ` + activeUser("n", "c.Id") + `
-             ORDER BY c.Via DESC, n.Name ASC, c.Id ASC) AS s
-JOIN Users AS u ON u.Id = s.Id`
-
-// sqlserverNewestFollows joins, as alias, the newest n follows by owner.
-func sqlserverNewestFollows(alias, owner string, n int) string {
-	return fmt.Sprintf(`CROSS APPLY (SELECT TOP (%[3]d) nf.FolloweeId FROM Follows AS nf WHERE nf.FollowerId = %[2]s
-          ORDER BY nf.CreatedAt DESC, nf.FolloweeId DESC) AS %[1]s`, alias, owner, n)
-}
-
-// sqlserverTime is how a datetime2(7) travels inside OPENJSON.
-const sqlserverTime = "2006-01-02T15:04:05.0000000"
-
-func sqlserverPages(kind listKind, way pageWay, qs []PageQuery) (string, []any) {
-	return sqlserverListTexts[way][kind], []any{jsonPages(qs, sqlserverTime)}
-}
-
-func sqlserverSuggestions(qs []SuggestionQuery) (string, []any) {
-	return sqlserverSuggestionsText, []any{jsonSuggestions(qs)}
 }
 
 // appLock is goose's SessionLocker on SQL Server: an exclusive

@@ -21,7 +21,7 @@ import (
 // compared against datetime2 columns without their indexes. With
 // MSSQL_DSN, the server says which type it received.
 func TestSQLServerTimesAreDatetime2(t *testing.T) {
-	d := sqlserverDialect()
+	d := &sqlserverDialect{}
 	at := time.Date(2024, 5, 1, 10, 0, 0, 123456700, time.FixedZone("CEST", 2*3600))
 	for name, v := range map[string]any{"arg": d.arg(at), "timeArg": d.timeArg(at)} {
 		got, ok := v.(civil.DateTime)

@@ -509,7 +509,7 @@ func TestListStatementsSeekTheIndex(t *testing.T) {
 	}
 	// Query.users reads its ids' range of the primary key, in order, either
 	// way.
-	for way, text := range s.d.listUsers {
+	for way, text := range s.q.listUsers {
 		if plan := queryPlan(t, s, text, 1, 100, 11); len(plan) != 1 || plan[0] != "SEARCH u USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)" {
 			t.Errorf("users, way %d: %v, want one seek of the primary key in order", way, plan)
 		}

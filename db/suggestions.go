@@ -15,20 +15,22 @@ import (
 // the people the user follows (see suggestionCandidates for who counts
 // and who is left out), best first by bySuggestionRank.
 //
-// A dialect either ranks them in SQL (suggestionsQuery), or, where its SQL
-// would aggregate by sorting, reads their data (suggestionFollowees and
-// suggestionLists) and the store counts, excludes and ranks here
-// (rankedSuggestions).
+// A dialect either ranks them in SQL (sqlSuggester), or, where its SQL
+// would aggregate by sorting, reads their data (listSuggester) and the
+// store counts, excludes and ranks here (rankedSuggestions).
 func (s *Store) Suggestions(ctx context.Context, qs []SuggestionQuery) ([][]Suggestion, error) {
 	out := make([][]Suggestion, len(qs))
 	if len(qs) == 0 {
 		return out, nil
 	}
 	var err error
-	if s.d.suggestionFollowees != nil {
-		err = s.rankedSuggestions(ctx, qs, out)
-	} else {
-		err = s.sqlSuggestions(ctx, qs, out)
+	switch d := s.d.(type) {
+	case listSuggester:
+		err = s.rankedSuggestions(ctx, d, qs, out)
+	case sqlSuggester:
+		err = s.sqlSuggestions(ctx, d, qs, out)
+	default:
+		err = fmt.Errorf("not built for %s", s.d.name())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load suggestions: %w", err)
@@ -52,8 +54,8 @@ func bySuggestionRank(a, b Suggestion) int {
 }
 
 // sqlSuggestions runs the dialect's statement that ranks suggestions.
-func (s *Store) sqlSuggestions(ctx context.Context, qs []SuggestionQuery, out [][]Suggestion) error {
-	text, args := s.d.suggestionsQuery(qs)
+func (s *Store) sqlSuggestions(ctx context.Context, d sqlSuggester, qs []SuggestionQuery, out [][]Suggestion) error {
+	text, args := d.suggestionsQuery(qs)
 	return s.scanBatch(ctx, text, args, func(rows *rows) error {
 		var i int
 		var sg Suggestion
@@ -63,58 +65,6 @@ func (s *Store) sqlSuggestions(ctx context.Context, qs []SuggestionQuery, out []
 		out[i] = append(out[i], sg)
 		return nil
 	})
-}
-
-// sqliteSuggestionFollowees is one user's share of the data its
-// suggestions come from, as rows (k, Ids), Ids a comma-separated list:
-// with k the query's position, the active people the user follows, only
-// the newest follows counting (see SuggestionVia), each followed by the
-// version of its own follows (0 where it has none: see followLists);
-// with k -1 minus the position, the people the user follows and the
-// people it blocks or is blocked by, whom suggestions leave out. Each part
-// is a range of an index that covers it: the counting and excluding that
-// SQLite would do by sorting groups on disk pages and by a lookup per row,
-// Go does on the ids in memory (tally.count). A list in one row rather
-// than a row per id costs a third less (docs/decisions/suggestions-ranked-in-go.md): the driver's work
-// per row outweighs SQLite's per id.
-var sqliteSuggestionFollowees = `SELECT ? AS k, group_concat(mine.FolloweeId || ',' || coalesce(fv.Version, 0))
-FROM (` + sqliteNewestFollowees("?", SuggestionVia) + `) AS mine
-  JOIN ` + activeUser("v", "mine.FolloweeId") + `
-  LEFT JOIN FollowVersions AS fv ON fv.UserId = mine.FolloweeId
-UNION ALL
-SELECT ?, group_concat(x.Id) FROM (
-  SELECT f.FolloweeId AS Id FROM Follows AS f WHERE f.FollowerId = ?
-  UNION ALL
-  SELECT b.BlockedId FROM Blocks AS b WHERE b.BlockerId = ?
-  UNION ALL
-  SELECT b.BlockerId FROM Blocks AS b WHERE b.BlockedId = ?) AS x`
-
-// sqliteSuggestionLists reads, for the users of an id list, as rows (Id,
-// Version, Ids), the version of their follows and the people they
-// followed last, the newest SuggestionsPerVia, as a comma-separated list:
-// one statement, one snapshot, so a list is the one its version names.
-//
-// The newest follows are those the other dialects' LATERAL and CROSS
-// APPLY take (ORDER BY CreatedAt DESC, FolloweeId DESC LIMIT n): SQLite
-// has no LATERAL join, but a scalar subquery may hold a LIMIT per row, so
-// each list is one walk of the (FollowerId, CreatedAt, FolloweeId) index;
-// a bound by time at the n-th newest follow, as this statement had
-// before, walked it twice and let follows tied at the bound's time all in.
-var sqliteSuggestionLists = `SELECT m.value, coalesce(fv.Version, 0),
-  (SELECT group_concat(theirs.FolloweeId) FROM (` + sqliteNewestFollowees("m.value", SuggestionsPerVia) + `) AS theirs)
-FROM json_each(?) AS m LEFT JOIN FollowVersions AS fv ON fv.UserId = m.value`
-
-// sqliteNewestFollowees are, as rows (FolloweeId), the people the user
-// whose id is owner followed last, the newest n.
-func sqliteNewestFollowees(owner string, n int) string {
-	return `SELECT nf.FolloweeId FROM Follows AS nf WHERE nf.FollowerId = ` + owner + `
-    ORDER BY nf.CreatedAt DESC, nf.FolloweeId DESC LIMIT ` + strconv.Itoa(n)
-}
-
-func sqliteSuggestionFolloweesQuery(qs []SuggestionQuery) (string, []any) {
-	args := func(k int, user int64) []any { return []any{k, user, -1 - k, user, user, user} }
-	return unionBatch(sqliteSuggestionFollowees, len(qs),
-		func(i int) []any { return args(i, qs[i].User) }, args(len(qs), 0))
 }
 
 // appendIDs appends the ids of a comma-separated list to dst. Ids of up
@@ -213,13 +163,13 @@ func (t *tally) count() {
 // first-th best candidate, all tied at that count included, since names
 // break ties. Only when deactivated users among them leave a query short
 // does another statement read the rest of its candidates.
-func (s *Store) rankedSuggestions(ctx context.Context, qs []SuggestionQuery, out [][]Suggestion) error {
+func (s *Store) rankedSuggestions(ctx context.Context, d listSuggester, qs []SuggestionQuery, out [][]Suggestion) error {
 	ts := make([]*tally, len(qs))
 	for i := range ts {
 		ts[i] = tallies.Get().(*tally)
 		defer func(t *tally) { t.reset(); tallies.Put(t) }(ts[i])
 	}
-	text, args := s.d.suggestionFollowees(qs)
+	text, args := d.suggestionFollowees(qs)
 	err := s.scanBatch(ctx, text, args, func(rows *rows) error {
 		var k int
 		// A string: the driver's text comes as one, which a RawBytes
@@ -240,7 +190,7 @@ func (s *Store) rankedSuggestions(ctx context.Context, qs []SuggestionQuery, out
 	if err != nil {
 		return err
 	}
-	if err := s.readFollowLists(ctx, ts); err != nil {
+	if err := s.readFollowLists(ctx, d, ts); err != nil {
 		return err
 	}
 	var ids []int64
@@ -309,7 +259,7 @@ func (t *tally) promote(first int, ids []int64) []int64 {
 func (s *Store) rankUsers(ctx context.Context, qs []SuggestionQuery, ts []*tally, out [][]Suggestion, ids []int64) error {
 	// Active users by id, searched rather than hashed: a few dozen.
 	users := make([]User, 0, len(ids))
-	err := s.scanBatch(ctx, s.d.usersByID, []any{idList(ids)}, func(rows *rows) error {
+	err := s.scanBatch(ctx, s.q.usersByID, []any{idList(ids)}, func(rows *rows) error {
 		users = append(users, User{})
 		u := &users[len(users)-1]
 		if err := rows.Scan(u.scanDest()...); err != nil {
@@ -351,7 +301,7 @@ func (s *Store) rankUsers(ctx context.Context, qs []SuggestionQuery, ts []*tally
 // and otherwise from one statement for all the batch's others, whose
 // lists s.lists then keeps. Where the store keeps no lists (s.lists nil:
 // see startFollowLists), every list comes from that statement.
-func (s *Store) readFollowLists(ctx context.Context, ts []*tally) error {
+func (s *Store) readFollowLists(ctx context.Context, d listSuggester, ts []*tally) error {
 	var missing []int64
 	for _, t := range ts {
 		fs := t.followees
@@ -371,7 +321,7 @@ func (s *Store) readFollowLists(ctx context.Context, ts []*tally) error {
 	slices.Sort(missing)
 	missing = slices.Compact(missing)
 	read := make(map[int64][]int64, len(missing))
-	err := s.scanBatch(ctx, s.d.suggestionLists, []any{idList(missing)}, func(rows *rows) error {
+	err := s.scanBatch(ctx, d.suggestionLists(), []any{idList(missing)}, func(rows *rows) error {
 		var id, version int64
 		var list sql.NullString
 		if err := rows.Scan(&id, &version, &list); err != nil {

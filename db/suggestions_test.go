@@ -290,38 +290,31 @@ func TestSuggestionsFollowListsSeeEveryWriter(t *testing.T) {
 		top = append(top, id)
 	}
 	rows.Close()
+	for _, step := range everyWriterSteps(t, s, other, top) {
+		if err := step.do(); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		check(step.name)
+	}
+}
+
+// writerStep is one way TestSuggestionsFollowListsSeeEveryWriter changes
+// the follows of users whose lists are held.
+type writerStep struct {
+	name string
+	do   func() error
+}
+
+// everyWriterSteps are the writers' steps, s this server and other
+// another on the same file, each touching the follows of top, the most
+// followed users.
+func everyWriterSteps(t *testing.T, s, other *Store, top []int64) []writerStep {
+	ctx := context.Background()
 	// Each step changes lists that are held; for each, the users whose
 	// newest follows include one of the top users are those it touches.
-	followers := func(n int) []int64 {
-		var out []int64
-		rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT FollowerId FROM Follows WHERE FolloweeId IN (SELECT value FROM json_each(?)) ORDER BY FollowerId LIMIT ?`, idList(top), n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, id)
-		}
-		return out
-	}
-	// The graph has deactivated users and blocks, which refuse some
-	// follows: those are no change, and no error here.
-	refused := func(err error) error {
-		for _, e := range []error{ErrDeactivated, ErrNotFound, ErrBlocked, ErrSelfFollow} {
-			if errors.Is(err, e) {
-				return nil
-			}
-		}
-		return err
-	}
-	for _, step := range []struct {
-		name string
-		do   func() error
-	}{
+	followers := func(n int) []int64 { return followersOf(t, s, top, n) }
+	refused := refusedWrite
+	return []writerStep{
 		{"this server's unfollows and follows", func() error {
 			for i, f := range followers(10) {
 				if _, err := s.Unfollow(ctx, f, top[i%len(top)]); refused(err) != nil {
@@ -421,12 +414,37 @@ WHERE rowid = (SELECT rowid FROM Follows WHERE FollowerId = ? ORDER BY CreatedAt
 			_, err := other.Import(ctx, seqOf[UserRow](), seqOf(fresh...), 0, nil)
 			return err
 		}},
-	} {
-		if err := step.do(); err != nil {
-			t.Fatalf("%s: %v", step.name, err)
-		}
-		check(step.name)
 	}
+}
+
+// followersOf are up to n users who follow one of top, in id order.
+func followersOf(t *testing.T, s *Store, top []int64, n int) []int64 {
+	var out []int64
+	rows, err := s.db.QueryContext(context.Background(), `SELECT DISTINCT FollowerId FROM Follows WHERE FolloweeId IN (SELECT value FROM json_each(?)) ORDER BY FollowerId LIMIT ?`, idList(top), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, id)
+	}
+	return out
+}
+
+// refusedWrite is nil for a write the graph refuses (its deactivated
+// users and blocks refuse some follows): those are no change, and no
+// error in the steps.
+func refusedWrite(err error) error {
+	for _, e := range []error{ErrDeactivated, ErrNotFound, ErrBlocked, ErrSelfFollow} {
+		if errors.Is(err, e) {
+			return nil
+		}
+	}
+	return err
 }
 
 // followLists keeps under its bound, counting each list's entry as well

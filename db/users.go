@@ -101,7 +101,7 @@ func idList(ids []int64) string {
 func (s *Store) CreateUser(ctx context.Context, name string) (User, error) {
 	u := User{Name: name, SecurityStamp: newStamp()}
 	err := s.inTx(ctx, func(r runner) error {
-		return r.queryRow(ctx, s.d.insertUser, []any{name, u.SecurityStamp}, &u.ID)
+		return r.queryRow(ctx, s.q.insertUser, []any{name, u.SecurityStamp}, &u.ID)
 	})
 	if err != nil {
 		return User{}, fmt.Errorf("create user %q: %w", name, err)
@@ -115,9 +115,9 @@ func (s *Store) UsersByID(ctx context.Context, ids []int64) ([]*User, error) {
 	// One id, as a request's user(id:) asks, is a plain key lookup: on
 	// SQLite the id list's json_each made it 20 µs rather than 12
 	// (docs/decisions/suggestions-ranked-in-go.md).
-	text, arg := s.d.usersByID, any(idList(ids))
+	text, arg := s.q.usersByID, any(idList(ids))
 	if len(ids) == 1 {
-		text, arg = s.d.userByID, ids[0]
+		text, arg = s.q.userByID, ids[0]
 	}
 	users, err := lookup(ctx, s, text, arg, ids, func(r *rows) (int64, *User, error) {
 		var u User
@@ -135,7 +135,7 @@ func (s *Store) UsersByID(ctx context.Context, ids []int64) ([]*User, error) {
 func (s *Store) UserByName(ctx context.Context, name string) (User, error) {
 	var u User
 	err := s.read().queryRow(ctx,
-		s.d.userByName, []any{name}, u.scanDest()...)
+		s.q.userByName, []any{name}, u.scanDest()...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return User{}, ErrNotFound
 	}
@@ -161,7 +161,7 @@ func (s *Store) UsersPage(ctx context.Context, q PageQuery) (Page, error) {
 	if low > high {
 		return Page{}, nil
 	}
-	rows, err := s.read().query(ctx, s.d.listUsers[q.way()], low, high, q.size()+1)
+	rows, err := s.read().query(ctx, s.q.listUsers[q.way()], low, high, q.size()+1)
 	if err != nil {
 		return Page{}, fmt.Errorf("list users: %w", err)
 	}
@@ -257,7 +257,7 @@ func scanUsers(rows *rows) ([]User, error) {
 	return users, rows.Err()
 }
 
-// lockAround locks, where the dialect has row locks (aroundLock), a user
+// lockAround locks, where the dialect has row locks (rowLocker), a user
 // and the users around it, whose counts deleting or deactivating it
 // changes, in Id order as every write transaction locks users. A user
 // that is not there is ErrNotFound. The set is read before its rows are
@@ -265,10 +265,10 @@ func scanUsers(rows *rows) ([]User, error) {
 // of it unlocked; writing that user's count may then deadlock, which the
 // database breaks and the store reruns (errRetry).
 func lockAround(ctx context.Context, r runner, id int64) error {
-	if r.s.d.aroundLock == (lockClause{}) {
+	if _, ok := r.s.d.(rowLocker); !ok {
 		return nil
 	}
-	rows, err := r.query(ctx, r.s.d.lockAroundUser, id, id, id)
+	rows, err := r.query(ctx, r.s.q.lockAroundUser, id, id, id)
 	if err != nil {
 		return err
 	}

@@ -19,31 +19,42 @@ import (
 //     (mssql.CopyIn, TDS's INSERT BULK), with CHECK_CONSTRAINTS so that the
 //     foreign keys and CHECKs stay trusted, and without FIRE_TRIGGERS, so
 //     the count trigger does not run per batch: Import recounts once.
-//   - Users go in with multi-row INSERTs under IDENTITY_INSERT, because the
-//     bulk copy gives identity columns values of its own (go-mssqldb has
-//     no KEEP_IDENTITY) and users keep their ids. They are few beside the
-//     follows.
+//   - Users go in with multi-row INSERTs under IDENTITY_INSERT (copies,
+//     userIDInserter), because the bulk copy gives identity columns
+//     values of its own (go-mssqldb has no KEEP_IDENTITY) and users keep
+//     their ids. They are few beside the follows.
 //   - The identity is moved past the exported graph's highest id with
 //     DBCC CHECKIDENT, never back.
-func (d *dialect) withBulkImport() *dialect {
-	d.copyRows = copySQLServer
-	d.usersByInsert = true
-	d.beforeUserIDs = []string{`SET IDENTITY_INSERT Users ON`}
-	d.afterUserIDs = []string{`SET IDENTITY_INSERT Users OFF`}
-	d.keepUserIDsAbove = sqlserverKeepUserIDsAbove
-	// The bulk copy fires no trigger and keeps the indexes as it goes;
-	// nothing is set aside.
-	d.setAsideFollowIndexes = func(context.Context, runner) (func() error, error) {
-		return func() error { return nil }, nil
-	}
-	d.afterImport = []string{`UPDATE STATISTICS Users`, `UPDATE STATISTICS Follows`}
-	return d
+
+func (*sqlserverDialect) bulkSetup() []string      { return nil }
+func (*sqlserverDialect) bulkReset() []string      { return nil }
+func (*sqlserverDialect) copies(table string) bool { return table != "Users" }
+func (*sqlserverDialect) beforeUserIDs() []string  { return []string{`SET IDENTITY_INSERT Users ON`} }
+func (*sqlserverDialect) afterUserIDs() []string   { return []string{`SET IDENTITY_INSERT Users OFF`} }
+
+func (*sqlserverDialect) afterImport() []string {
+	return []string{`UPDATE STATISTICS Users`, `UPDATE STATISTICS Follows`}
 }
 
-// copySQLServer writes rows with one bulk copy inside the import's
+// setAsideFollowIndexes sets nothing aside: the bulk copy fires no trigger
+// and keeps the indexes as it goes.
+func (*sqlserverDialect) setAsideFollowIndexes(context.Context, runner) (func() error, error) {
+	return func() error { return nil }, nil
+}
+
+// lastUserID reads the identity's last value, the highest id it
+// gave (null before the first insert).
+func (*sqlserverDialect) lastUserID(ctx context.Context, r runner) (int64, error) {
+	var last int64
+	err := r.queryRow(ctx, `SELECT COALESCE(CAST(c.last_value AS bigint), 0) FROM sys.identity_columns AS c
+WHERE c.object_id = OBJECT_ID('Users') AND c.name = 'Id'`, nil, &last)
+	return last, err
+}
+
+// copyRows writes rows with one bulk copy inside the import's
 // transaction. SQL Server names no row when one is refused.
-func copySQLServer(ctx context.Context, r runner, table string, cols []string, rows [][]any) error {
-	st, err := r.tx.PrepareContext(ctx, mssql.CopyIn(table, mssql.BulkOptions{CheckConstraints: true}, cols...))
+func (*sqlserverDialect) copyRows(ctx context.Context, b bulkRun, table string, cols []string, rows [][]any) error {
+	st, err := b.tx.PrepareContext(ctx, mssql.CopyIn(table, mssql.BulkOptions{CheckConstraints: true}, cols...))
 	if err != nil {
 		return fmt.Errorf("bulk copy into %s: %w", table, err)
 	}
@@ -71,11 +82,11 @@ type civilTime interface {
 	In(*time.Location) time.Time
 }
 
-// sqlserverKeepUserIDsAbove reseeds the Users identity to last when it
+// keepUserIDsAbove reseeds the Users identity to last when it
 // has given less, so that the next user gets last+1. An identity that has
 // never given a value gives the reseed value itself next, hence the one
 // more.
-func sqlserverKeepUserIDsAbove(ctx context.Context, r runner, last int64) error {
+func (*sqlserverDialect) keepUserIDsAbove(ctx context.Context, r runner, last int64) error {
 	if last == 0 {
 		return nil
 	}

@@ -12,9 +12,13 @@ import (
 // not finish.
 const unfinishedImport = "an import into this file did not finish (the process ended while loading): delete the file and import again"
 
+func (*sqliteDialect) refuseUnfinished(ctx context.Context, dsn string) error {
+	return refuseUnfinishedImport(ctx, dsn)
+}
+
 // refuseUnfinishedImport refuses the SQLite file of dsn when it still
 // carries the mark of an import that did not finish (see
-// sqliteFreshBulk): its follow table may be half written, or written and
+// startNewFile): its follow table may be half written, or written and
 // never checked. Every opener asks before anything else reads or changes
 // the file: Open (the server, migrate, import) before adoption and
 // migrations, and OpenGraph (export, and copy's source). The server's
