@@ -15,11 +15,7 @@ import (
 // request, or that stalled partway through a body still ends the process
 // with status 0, within the default shutdown grace (10 s) and some.
 func TestShutdownWithStalledConnections(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the binary")
-	}
-	bin := binary(t)
-	cmd, url, _ := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "follows.db"))
+	cmd, url, lines := startProcess(t, "-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "follows.db"))
 	addr := strings.TrimPrefix(url, "http://")
 	dial := func() net.Conn {
 		c, err := net.Dial("tcp", addr)
@@ -49,5 +45,5 @@ func TestShutdownWithStalledConnections(t *testing.T) {
 		resp.Body.Close()
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
-	waitExit(t, cmd, 20*time.Second)
+	exitLog(t, cmd, lines, 20*time.Second)
 }
