@@ -234,12 +234,14 @@ func exitLog(t *testing.T, cmd *exec.Cmd, lines <-chan string, within time.Durat
 	}
 }
 
-// The binary as a user runs it: -demo data, a token from the token
-// subcommand that the server accepts, and a clean exit on SIGTERM.
+// The binary as a user runs it: -demo data, loaded into the empty
+// database and said so, a token from the token subcommand that the server
+// accepts, and a clean exit on SIGTERM.
 func TestBinary(t *testing.T) {
 	bin := binary(t)
 	dbPath := filepath.Join(t.TempDir(), "follows.db")
 	cmd, url, lines := startProcess(t, "-addr", "127.0.0.1:0", "-db", dbPath, "-demo", "-secret", testSecret)
+	waitLogLine(t, lines, "loaded the sample graph", 5*time.Second)
 
 	resp, err := http.Get(url + "/healthz")
 	if err != nil || resp.StatusCode != 200 {

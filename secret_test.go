@@ -49,7 +49,8 @@ func TestShortSecretRefused(t *testing.T) {
 // Without a secret, the embedded default makes one and says so, without
 // printing it, and keeps it in a file beside the database, its owner's
 // only: a token minted before a restart still signs its user in after it,
-// and the token subcommand mints with it too.
+// and the token subcommand mints with it too. -demo on the restart, with a
+// user there, loads nothing and says why.
 func TestSecretSurvivesRestart(t *testing.T) {
 	bin := binary(t)
 	dbPath := filepath.Join(t.TempDir(), "follows.db")
@@ -76,8 +77,9 @@ func TestSecretSurvivesRestart(t *testing.T) {
 		}
 	}
 
-	_, url, lines = startProcess(t, "-addr", "127.0.0.1:0", "-db", dbPath)
+	_, url, lines = startProcess(t, "-addr", "127.0.0.1:0", "-db", dbPath, "-demo")
 	waitLogLine(t, lines, "token secret read from the file beside the database", 5*time.Second)
+	waitLogLine(t, lines, "sample graph not loaded: the database already has users", 5*time.Second)
 	minted, err := exec.Command(bin, "token", "-user", created.CreateUser.User.ID, "-db", dbPath).Output()
 	if err != nil {
 		t.Fatalf("token subcommand with the secret beside the database: %v", err)
