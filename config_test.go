@@ -262,7 +262,6 @@ func TestConnectionAndRateFlags(t *testing.T) {
 	if want := (api.ServerConfig{ReadTimeout: 20 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 5 * time.Second, MaxConns: 50, ShutdownGrace: 10 * time.Second}); s != want {
 		t.Errorf("server configuration %+v, want %+v", s, want)
 	}
-
 }
 
 // Each subcommand takes only the flags it uses: one it would ignore, such
@@ -373,5 +372,24 @@ func TestServerGC(t *testing.T) {
 	serverGC(func(k string) string { return map[string]string{"GOGC": "200", "GOMEMLIMIT": "1GiB"}[k] })
 	if p, l := debug.SetGCPercent(100), debug.SetMemoryLimit(math.MaxInt64); p != 100 || l != math.MaxInt64 {
 		t.Errorf("with GOGC and GOMEMLIMIT set, the server changed them: %d, %d", p, l)
+	}
+}
+
+// The issuer, audience and key set go together: a server given some but
+// not all stops at start, as does one whose key set file is not there.
+func TestOIDCFlagsGoTogether(t *testing.T) {
+	dsn := filepath.Join(t.TempDir(), "x.db")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-oidc-issuer", "https://id.example/"}, "all three"},
+		{[]string{"-oidc-audience", "app", "-oidc-jwks", "https://id.example/jwks"}, "all three"},
+		{[]string{"-oidc-issuer", "https://id.example/", "-oidc-audience", "app", "-oidc-jwks", filepath.Join(t.TempDir(), "none.json")}, "JWKS file"},
+	} {
+		err := run(t.Context(), append([]string{"-addr", "127.0.0.1:0", "-db", dsn}, tc.args...), io.Discard, io.Discard, noEnv)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v; want an error saying %q", tc.args, err, tc.want)
+		}
 	}
 }

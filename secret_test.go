@@ -69,9 +69,8 @@ func TestSecretSurvivesRestart(t *testing.T) {
 	if err != nil || info.Mode().Perm() != 0o600 {
 		t.Fatalf("the secret file: %v, %v; want it made 0600", info, err)
 	}
-	cmd.Process.Signal(syscall.SIGTERM)
 	secret, _ := os.ReadFile(dbPath + ".secret")
-	for _, l := range append(log, exitLog(t, cmd, lines, 30*time.Second)...) {
+	for _, l := range append(log, exitLog(t, cmd, lines, syscall.SIGTERM, 30*time.Second)...) {
 		if strings.Contains(l, strings.TrimSpace(string(secret))) {
 			t.Errorf("the secret made shows in the log: %q", l)
 		}
