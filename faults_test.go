@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,141 +19,68 @@ import (
 // acknowledged, and its database is sound when it starts again: on SQLite
 // the file, on PostgreSQL the database the process wrote to.
 func TestCrashLosesNothingAcknowledged(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the binary")
-	}
-	apitest.Each(t, testCrashLosesNothingAcknowledged)
-}
-
-func testCrashLosesNothingAcknowledged(t *testing.T, on apitest.Database) {
-	bin := binary(t)
-	dsn := on.NewDSN(t)
-	// One address signs up and writes as fast as it can: the rate limits
-	// would stop what the test needs.
-	cmd, url, _ := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", dsn, "-secret", testSecret, "-rate-signup", "off", "-rate-mutations", "off")
-
-	// Enough users that the load makes new follows until the kill.
-	var users []apitest.Account
-	for i := range 120 {
-		var out struct {
-			CreateUser struct {
-				User  struct{ ID string }
-				Token string
+	apitest.Each(t, func(t *testing.T, on apitest.Database) {
+		// One replica: a server that one address drives as fast as it can.
+		reps := startReplicas(t, on.NewDSN(t), 1)
+		client := &http.Client{Timeout: 5 * time.Second}
+		// Enough users that the load makes new follows until the kill.
+		var users []apitest.Account
+		for i := range 120 {
+			a, o := reps.signUp(client, 0, fmt.Sprintf("crash%d", i))
+			if o != acked {
+				t.Fatalf("sign-up before the load: %v", o)
 			}
+			users = append(users, a)
 		}
-		r := post(t, url, "", fmt.Sprintf(`mutation { createUser(input: {name: "crash%d"}) { user { id } token } }`, i))
-		b, _ := json.Marshal(r["data"])
-		json.Unmarshal(b, &out)
-		users = append(users, apitest.Account{ID: out.CreateUser.User.ID, Token: out.CreateUser.Token})
-	}
 
-	var mu sync.Mutex
-	acked := map[[2]string]bool{}
-	var wg sync.WaitGroup
-	// loaded is done once every writer has had ten follows acknowledged:
-	// the load is well under way, and all eight keep a write in flight
-	// until the kill.
-	const warmUp = 10
-	var loaded sync.WaitGroup
-	loaded.Add(8)
-	client := &http.Client{Timeout: 5 * time.Second}
-	for g := range 8 {
-		wg.Go(func() {
-			acks := 0
-			for n := 0; ; n++ {
-				me, other := users[g], users[(g+1+n)%len(users)]
-				if me == other {
-					continue
-				}
-				ok, err := followOver(client, url, me.Token, other.ID)
-				if err != nil {
-					return // the server is gone
-				}
-				if ok {
-					mu.Lock()
-					acked[[2]string{me.ID, other.ID}] = true
-					mu.Unlock()
-					if acks++; acks == warmUp {
-						loaded.Done()
+		var mu sync.Mutex
+		ackedPairs := map[fact]bool{}
+		var wg sync.WaitGroup
+		// Once every writer has had ten follows acknowledged the load is well
+		// under way, and all eight keep a write in flight until the kill.
+		const writers, warmUp = 8, 10
+		var warm atomic.Int64
+		for g := range writers {
+			wg.Go(func() {
+				acks := 0
+				for n := 0; ; n++ {
+					me, other := users[g], users[(g+1+n%(len(users)-1))%len(users)] // never g
+					switch reps.send(client, 0, me.Token, apitest.FollowMutation, map[string]any{"id": other.ID}, nil) {
+					case unknown:
+						return // the server is gone
+					case acked:
+						mu.Lock()
+						ackedPairs[fact{"follow", me.ID, other.ID}] = true
+						mu.Unlock()
+						if acks++; acks == warmUp {
+							warm.Add(1)
+						}
 					}
 				}
+			})
+		}
+		kill := func() { reps.cmds[0].Process.Signal(syscall.SIGKILL); reps.cmds[0].Wait(); wg.Wait() }
+		reps.waitUntil(fmt.Sprintf("the %d writers each had %d follows acknowledged", writers, warmUp), func() bool { return warm.Load() == writers }, kill)
+		kill()
+		if len(ackedPairs) == 0 {
+			t.Fatal("no follow was acknowledged before the kill")
+		}
+
+		reps.start(0)
+		apitest.CheckDSN(t, reps.dsn)
+		present := map[fact]bool{}
+		readFacts(t, reps.dsn, "follow", `SELECT "FollowerId", "FolloweeId" FROM "Follows"`, present)
+		missing := 0
+		for pair := range ackedPairs {
+			if !present[pair] {
+				missing++
 			}
-		})
-	}
-	if !waitFor(&loaded, 30*time.Second) {
-		t.Fatalf("the eight writers did not each have %d follows acknowledged within 30s", warmUp)
-	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
-	wg.Wait()
-	if len(acked) == 0 {
-		t.Fatal("no follow was acknowledged before the kill")
-	}
-
-	startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", dsn, "-secret", testSecret)
-	apitest.CheckDSN(t, dsn)
-	present := followPairs(t, dsn)
-	missing := 0
-	for pair := range acked {
-		if !present[pair] {
-			missing++
 		}
-	}
-	if missing > 0 {
-		t.Errorf("%d of %d acknowledged follows are gone after the crash", missing, len(acked))
-	}
-	t.Logf("%d acknowledged follows, all present after SIGKILL and restart", len(acked))
-}
-
-// followPairs reads every follow of a database, as (follower, followee)
-// ids.
-func followPairs(t *testing.T, dsn string) map[[2]string]bool {
-	t.Helper()
-	rows, err := apitest.OpenDSN(t, dsn).Query(`SELECT "FollowerId", "FolloweeId" FROM "Follows"`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	pairs := map[[2]string]bool{}
-	for rows.Next() {
-		var p [2]string
-		if err := rows.Scan(&p[0], &p[1]); err != nil {
-			t.Fatal(err)
+		if missing > 0 {
+			t.Errorf("%d of %d acknowledged follows are gone after the crash", missing, len(ackedPairs))
 		}
-		pairs[p] = true
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return pairs
-}
-
-// followOver sends one follow and reports whether the server acknowledged
-// it; an error means no answer came.
-func followOver(client *http.Client, url, token, id string) (bool, error) {
-	body := apitest.Body(apitest.FollowMutation, map[string]any{"id": id})
-	req, _ := http.NewRequest("POST", url+"/graphql", bytesReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := client.Do(req)
-	if err != nil {
-		return false, err
-	}
-	defer resp.Body.Close()
-	var r apitest.Response
-	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
-		return false, err
-	}
-	return resp.StatusCode == 200 && len(r.Errors) == 0, nil
-}
-
-// SIGTERM under load: requests in flight finish with their answers and the
-// process exits 0.
-func TestGracefulShutdownUnderLoad(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the binary")
-	}
-	apitest.Each(t, testGracefulShutdownUnderLoad)
+		t.Logf("%d acknowledged follows, all present after SIGKILL and restart", len(ackedPairs))
+	})
 }
 
 // holdUsers are the statements that make every sign-up wait until the
@@ -168,60 +93,52 @@ var holdUsers = map[apitest.Database]string{
 	apitest.Postgres: `BEGIN; LOCK TABLE "Users" IN EXCLUSIVE MODE`,
 }
 
-func testGracefulShutdownUnderLoad(t *testing.T, on apitest.Database) {
-	bin := binary(t)
-	dsn := on.NewDSN(t)
-	// -debug serves the goroutine dump in which the test sees the requests
-	// in flight.
-	cmd, url, lines := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", dsn, "-demo", "-debug", "-secret", testSecret)
+// SIGTERM under load: requests in flight finish with their answers and the
+// process exits 0.
+func TestGracefulShutdownUnderLoad(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, on apitest.Database) {
+		dsn := on.NewDSN(t)
+		// -debug serves the goroutine dump in which the test sees the requests
+		// in flight.
+		cmd, url, lines := startProcess(t, "-addr", "127.0.0.1:0", "-db", dsn, "-demo", "-debug", "-secret", testSecret)
 
-	// The test holds the users, so that every request, each a sign-up,
-	// stays in flight until the test lets go.
-	ctx := context.Background()
-	lock, err := apitest.OpenDSN(t, dsn).Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	if _, err := lock.ExecContext(ctx, holdUsers[on]); err != nil {
-		t.Fatal(err)
-	}
-	defer lock.ExecContext(ctx, "ROLLBACK")
+		// The test holds the users, so that every request, each a sign-up,
+		// stays in flight until the test lets go.
+		ctx := context.Background()
+		lock, err := apitest.OpenDSN(t, dsn).Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lock.Close()
+		if _, err := lock.ExecContext(ctx, holdUsers[on]); err != nil {
+			t.Fatal(err)
+		}
+		defer lock.ExecContext(ctx, "ROLLBACK")
 
-	var wg sync.WaitGroup
-	var answered, failedInFlight atomic.Int64
-	for i := range 16 {
-		wg.Go(func() {
-			client := &http.Client{Timeout: 10 * time.Second}
-			req, _ := http.NewRequest("POST", url+"/graphql", bytesReader(apitest.Body(`mutation($n: String!) { createUser(input: {name: $n}) { user { id } } }`,
-				map[string]any{"n": fmt.Sprintf("inflight%d", i)})))
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := client.Do(req)
-			if err != nil {
-				failedInFlight.Add(1)
-				return
-			}
-			defer resp.Body.Close()
-			var r apitest.Response
-			if json.NewDecoder(resp.Body).Decode(&r) == nil && resp.StatusCode == 200 && len(r.Errors) == 0 {
-				answered.Add(1)
-			} else {
-				failedInFlight.Add(1)
-			}
-		})
-	}
-	waitResolving(t, url, "createUser", 16, 5*time.Second)
-	cmd.Process.Signal(syscall.SIGTERM)
-	waitLogLine(t, lines, "shutting down", 5*time.Second)
-	// Only now may the sixteen write, with the server shutting down.
-	if _, err := lock.ExecContext(ctx, "ROLLBACK"); err != nil {
-		t.Fatal(err)
-	}
-	wg.Wait()
-	waitExit(t, cmd, 20*time.Second)
-	if answered.Load() != 16 || failedInFlight.Load() != 0 {
-		t.Errorf("%d of 16 in-flight requests answered, %d failed", answered.Load(), failedInFlight.Load())
-	}
+		var wg sync.WaitGroup
+		var answered atomic.Int64
+		for i := range 16 {
+			wg.Go(func() {
+				r, err := try(&http.Client{Timeout: 10 * time.Second}, url, "", `mutation($n: String!) { createUser(input: {name: $n}) { user { id } } }`,
+					map[string]any{"n": fmt.Sprintf("inflight%d", i)})
+				if err == nil && r.Status == 200 && len(r.Parsed.Errors) == 0 {
+					answered.Add(1)
+				}
+			})
+		}
+		waitResolving(t, url, "createUser", 16, 5*time.Second)
+		cmd.Process.Signal(syscall.SIGTERM)
+		waitLogLine(t, lines, "shutting down", 5*time.Second)
+		// Only now may the sixteen write, with the server shutting down.
+		if _, err := lock.ExecContext(ctx, "ROLLBACK"); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		exitLog(t, cmd, lines, nil, 20*time.Second)
+		if answered.Load() != 16 {
+			t.Errorf("%d of 16 in-flight requests answered; want every one", answered.Load())
+		}
+	})
 }
 
 // waitResolving waits until a server run with -debug is resolving the
@@ -253,17 +170,3 @@ func waitResolving(t *testing.T, url, field string, n int, within time.Duration)
 	}
 	t.Fatalf("%d of %d requests resolving %s after %v", got, n, field, within)
 }
-
-// waitFor waits for wg with a deadline and reports whether it was done.
-func waitFor(wg *sync.WaitGroup, within time.Duration) bool {
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return true
-	case <-time.After(within):
-		return false
-	}
-}
-
-func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

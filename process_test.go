@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -75,9 +76,12 @@ func runMain(t *testing.T, args string) (string, error) {
 	return string(out), err
 }
 
-// binary is the server as `go build` makes it.
+// binary is the server as `go build` makes it; -short skips the test.
 func binary(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs the binary")
+	}
 	if errNoBinary != nil {
 		t.Fatal(errNoBinary)
 	}
@@ -116,30 +120,31 @@ func watchLog(log io.Reader) (url, lines <-chan string) {
 	return urlc, linec
 }
 
-// waitLogLine waits until a line containing s comes from a server's log.
-func waitLogLine(t *testing.T, lines <-chan string, s string, within time.Duration) {
+// waitLogLine waits until a line matching the regular expression re
+// comes from a server's log, and returns the lines read, that one last.
+func waitLogLine(t *testing.T, lines <-chan string, re string, within time.Duration) (log []string) {
 	t.Helper()
 	deadline := time.After(within)
 	for {
 		select {
 		case l, ok := <-lines:
 			if !ok {
-				t.Fatalf("the log ended without %q", s)
+				t.Fatalf("the log ended without %q", re)
 			}
-			if strings.Contains(l, s) {
-				return
+			if log = append(log, l); regexp.MustCompile(re).MatchString(l) {
+				return log
 			}
 		case <-deadline:
-			t.Fatalf("no %q in the log within %v", s, within)
+			t.Fatalf("no %q in the log within %v", re, within)
 		}
 	}
 }
 
 // startProcess runs the server binary and waits for it to say where it
 // listens. The log it writes afterwards is kept in the returned channel.
-func startProcess(t *testing.T, bin string, args ...string) (*exec.Cmd, string, <-chan string) {
+func startProcess(t *testing.T, args ...string) (*exec.Cmd, string, <-chan string) {
 	t.Helper()
-	cmd, urlc, lines := launchProcess(t, bin, args...)
+	cmd, urlc, lines := launchProcess(t, args...)
 	select {
 	case u := <-urlc:
 		return cmd, u, lines
@@ -152,9 +157,9 @@ func startProcess(t *testing.T, bin string, args ...string) (*exec.Cmd, string, 
 // launchProcess runs the server binary, which is killed when the test
 // ends, and returns at once: the URL it says it serves at comes on url,
 // its log on lines (see watchLog).
-func launchProcess(t *testing.T, bin string, args ...string) (cmd *exec.Cmd, url, lines <-chan string) {
+func launchProcess(t *testing.T, args ...string) (cmd *exec.Cmd, url, lines <-chan string) {
 	t.Helper()
-	cmd = exec.Command(bin, args...)
+	cmd = exec.Command(binary(t), args...)
 	// Only the arguments configure the server: none of the variables it
 	// reads (FOLLOWS_*, and the older names) pass from the test's own.
 	for _, kv := range os.Environ() {
@@ -172,62 +177,58 @@ func launchProcess(t *testing.T, bin string, args ...string) (cmd *exec.Cmd, url
 	return cmd, url, lines
 }
 
-func post(t *testing.T, url, token, query string) map[string]any {
-	t.Helper()
-	return postVars(t, url, token, query, nil)
-}
-
-// postVars sends one GraphQL request to a server process and decodes the
-// whole response.
-func postVars(t *testing.T, url, token, query string, vars map[string]any) map[string]any {
-	t.Helper()
-	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
-	req, _ := http.NewRequest("POST", url+"/graphql", bytes.NewReader(body))
+// try sends one GraphQL request to a server process through client; the
+// error says no answer came (none, not JSON, or a server error status),
+// when the request may or may not have been carried out.
+func try(client *http.Client, url, token, query string, vars map[string]any) (apitest.RawResponse, error) {
+	req, _ := http.NewRequest("POST", url+"/graphql", bytes.NewReader(apitest.Body(query, vars)))
 	req.Header.Set("Content-Type", "application/json")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
+	if err != nil {
+		return apitest.RawResponse{}, err
+	}
+	defer resp.Body.Close()
+	r := apitest.RawResponse{Status: resp.StatusCode, Header: resp.Header}
+	if r.Body, err = io.ReadAll(resp.Body); err == nil {
+		err = json.Unmarshal(r.Body, &r.Parsed)
+	}
+	if err == nil && r.Status >= 500 {
+		err = fmt.Errorf("status %d: %s", r.Status, r.Body)
+	}
+	return r, err
+}
+
+// post sends one GraphQL request to a server process, which must answer.
+func post(t *testing.T, url, token, query string) apitest.RawResponse {
+	t.Helper()
+	r, err := try(http.DefaultClient, url, token, query, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var out map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatalf("not JSON: %s", raw)
-	}
-	return out
+	return r
 }
 
-// waitExit waits for a signalled server process and fails the test unless
-// it exits with status 0 in time.
-func waitExit(t *testing.T, cmd *exec.Cmd, within time.Duration) {
+// exitLog sends a server process sig (unless nil), collects what it logs
+// until it exits and its log ends, then reaps it, failing the test unless
+// it exits with status 0 in time: reaping first would close the log
+// before the last lines were read.
+func exitLog(t *testing.T, cmd *exec.Cmd, lines <-chan string, sig os.Signal, within time.Duration) []string {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("exit after the signal: %v, want status 0", err)
-		}
-	case <-time.After(within):
-		t.Errorf("still running %v after the signal", within)
+	if sig != nil {
+		cmd.Process.Signal(sig)
 	}
-}
-
-// logUntilExit collects what a signalled server process logs until it
-// exits and its log ends, then reaps it: reaping first would close the
-// log before the last lines were read.
-func logUntilExit(t *testing.T, cmd *exec.Cmd, lines <-chan string, within time.Duration) []string {
-	t.Helper()
 	var log []string
 	deadline := time.After(within)
 	for {
 		select {
 		case l, ok := <-lines:
 			if !ok {
-				cmd.Wait()
+				if err := cmd.Wait(); err != nil {
+					t.Errorf("exit after the signal: %v, want status 0", err)
+				}
 				return log
 			}
 			log = append(log, l)
@@ -237,22 +238,21 @@ func logUntilExit(t *testing.T, cmd *exec.Cmd, lines <-chan string, within time.
 	}
 }
 
-// The binary as a user runs it: -demo data, a token from the token
-// subcommand that the server accepts, and a clean exit on SIGTERM.
+// The binary as a user runs it: -demo data, loaded into the empty
+// database and said so, a token from the token subcommand that the server
+// accepts, and a clean exit on SIGTERM.
 func TestBinary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the binary")
-	}
 	bin := binary(t)
 	dbPath := filepath.Join(t.TempDir(), "follows.db")
-	cmd, url, _ := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", dbPath, "-demo", "-secret", testSecret)
+	cmd, url, lines := startProcess(t, "-addr", "127.0.0.1:0", "-db", dbPath, "-demo", "-secret", testSecret)
+	waitLogLine(t, lines, "loaded the sample graph", 5*time.Second)
 
 	resp, err := http.Get(url + "/healthz")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("healthz: %v %v", resp, err)
 	}
 	out := post(t, url, "", `{ user(name: "dave") { followerCount followers { nodes { name } } } }`)
-	if got, _ := json.Marshal(out["data"]); string(got) != `{"user":{"followerCount":2,"followers":{"nodes":[{"name":"bob"},{"name":"carol"}]}}}` {
+	if got := string(out.Parsed.Data); got != `{"user":{"followerCount":2,"followers":{"nodes":[{"name":"bob"},{"name":"carol"}]}}}` {
 		t.Errorf("demo data: %s", got)
 	}
 
@@ -261,8 +261,8 @@ func TestBinary(t *testing.T) {
 		t.Fatalf("token subcommand: %v", err)
 	}
 	out = post(t, url, strings.TrimSpace(string(tok)), `mutation { follow(input: {userId: "1"}) { follower { name } followee { name } } }`)
-	if got, _ := json.Marshal(out["data"]); string(got) != `{"follow":{"followee":{"name":"alice"},"follower":{"name":"dave"}}}` {
-		t.Errorf("follow with a minted token: %s (%v)", got, out["errors"])
+	if got := string(out.Parsed.Data); got != `{"follow":{"follower":{"name":"dave"},"followee":{"name":"alice"}}}` {
+		t.Errorf("follow with a minted token: %s (%v)", got, out.Parsed.Errors)
 	}
 	if err := exec.Command(bin, "token", "-user", "99", "-db", dbPath, "-secret", testSecret).Run(); err == nil {
 		t.Error("token for a user who does not exist succeeded")
@@ -277,41 +277,23 @@ func TestBinary(t *testing.T) {
 		t.Errorf("check-counts: %v\n%s", err, report)
 	}
 	out = post(t, url, "", `{ user(name: "carol") { followingCount } }`)
-	if got, _ := json.Marshal(out["data"]); string(got) != `{"user":{"followingCount":1}}` {
+	if got := string(out.Parsed.Data); got != `{"user":{"followingCount":1}}` {
 		t.Errorf("carol after repair: %s", got)
 	}
 
-	cmd.Process.Signal(syscall.SIGTERM)
-	waitExit(t, cmd, 30*time.Second)
-}
-
-// Without a secret the server makes one and says so, without printing it.
-func TestBinaryWithoutSecret(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the binary")
-	}
-	bin := binary(t)
-	_, _, lines := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "x.db"))
-	waitLogLine(t, lines, "no token secret configured", 5*time.Second)
+	exitLog(t, cmd, lines, syscall.SIGTERM, 30*time.Second)
 }
 
 // The token secret appears in no log line and no response, whatever
 // tokens come in.
 func TestSecretNeverShown(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the binary")
-	}
 	const secret = "s3cret-that-must-not-leak-from-the-server"
-	bin := binary(t)
-	cmd, url, lines := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "x.db"), "-demo", "-secret", secret)
+	cmd, url, lines := startProcess(t, "-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "x.db"), "-demo", "-secret", secret)
 	var bodies []string
 	for _, token := range []string{"garbage", secret, "djE6MToxNzk4NjAwOTcy." + secret} {
-		out := post(t, url, token, `mutation { follow(input: {userId: "2"}) { alreadyFollowing } }`)
-		b, _ := json.Marshal(out)
-		bodies = append(bodies, string(b))
+		bodies = append(bodies, string(post(t, url, token, `mutation { follow(input: {userId: "2"}) { alreadyFollowing } }`).Body))
 	}
-	cmd.Process.Signal(syscall.SIGTERM)
-	bodies = append(bodies, logUntilExit(t, cmd, lines, 30*time.Second)...)
+	bodies = append(bodies, exitLog(t, cmd, lines, syscall.SIGTERM, 30*time.Second)...)
 	for _, b := range bodies {
 		if strings.Contains(b, secret) {
 			t.Errorf("the secret shows in %q", b)
@@ -319,39 +301,12 @@ func TestSecretNeverShown(t *testing.T) {
 	}
 }
 
-// `schema` prints each dialect's DDL without a database.
-func TestSchemaSubcommand(t *testing.T) {
-	for dialect, want := range map[string]string{
-		"sqlserver": "CONSTRAINT [FK_Follows_Users_FolloweeId] FOREIGN KEY ([FolloweeId]) REFERENCES [Users] ([Id]) ON DELETE CASCADE,",
-		"sqlite":    `CONSTRAINT "PK_Follows" PRIMARY KEY ("FollowerId", "FolloweeId")`,
-		"postgres":  `CREATE UNIQUE INDEX "IX_Users_Name" ON "Users" (lower("Name"));`,
-	} {
-		var out, errs strings.Builder
-		dir := t.TempDir()
-		t.Chdir(dir)
-		if err := run(t.Context(), []string{"schema", "-dialect", dialect}, &out, &errs, noEnv); err != nil {
-			t.Fatalf("schema -dialect %s: %v %s", dialect, err, errs.String())
-		}
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("schema -dialect %s lacks %s", dialect, want)
-		}
-		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
-			t.Errorf("schema -dialect %s wrote files: it must touch no database", dialect)
-		}
-	}
-}
-
 // -log-format json writes one JSON object per line, requests included.
 func TestJSONLog(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the binary")
-	}
-	bin := binary(t)
-	cmd, url, lines := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "x.db"), "-log-format", "json")
+	cmd, url, lines := startProcess(t, "-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "x.db"), "-log-format", "json")
 	post(t, url, "", `query Who { viewer { id } }`)
-	cmd.Process.Signal(syscall.SIGTERM)
 	found := false
-	for _, l := range logUntilExit(t, cmd, lines, 30*time.Second) {
+	for _, l := range exitLog(t, cmd, lines, syscall.SIGTERM, 30*time.Second) {
 		var entry map[string]any
 		if err := json.Unmarshal([]byte(l), &entry); err != nil {
 			t.Errorf("not a JSON line: %q", l)
@@ -363,4 +318,38 @@ func TestJSONLog(t *testing.T) {
 	if !found {
 		t.Error("no JSON log line for the request")
 	}
+}
+
+// SIGTERM with connections open that are idle, that never sent a
+// request, or that stalled partway through a body still ends the process
+// with status 0, within the default shutdown grace (10 s) and some.
+func TestShutdownWithStalledConnections(t *testing.T) {
+	cmd, url, lines := startProcess(t, "-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "follows.db"))
+	addr := strings.TrimPrefix(url, "http://")
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	for range 10 { // kept alive after a request
+		c := dial()
+		fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n")
+		if _, err := c.Read(make([]byte, 512)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 10 { // connected, nothing sent
+		dial()
+	}
+	for range 10 { // a body that stopped coming
+		fmt.Fprintf(dial(), "POST /graphql HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
+	}
+	// The server has them all once it answers after them.
+	if _, err := http.Get(url + "/healthz"); err != nil { // one more idle connection
+		t.Fatal(err)
+	}
+	exitLog(t, cmd, lines, syscall.SIGTERM, 20*time.Second)
 }

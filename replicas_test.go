@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -18,69 +17,41 @@ import (
 	"follows/db/pgtest"
 )
 
-// replicaSecret is the one secret the replicas share: long enough for
-// any minimum the token signer sets (32 bytes).
-const replicaSecret = "replicas-share-one-secret-of-40-bytes-xx"
-
 // replicaArgs start a server that a test's load may drive as fast as it
 // can from one address.
 func replicaArgs(dsn string) []string {
-	return []string{"-addr", "127.0.0.1:0", "-db", dsn, "-secret", replicaSecret, "-rate-signup", "off", "-rate-mutations", "off"}
+	return []string{"-addr", "127.0.0.1:0", "-db", dsn, "-secret", testSecret, "-rate-signup", "off", "-rate-mutations", "off"}
 }
 
 // Four instances started at once on a new database all come up: one
 // migrates, the others wait for it, and every one serves.
 func TestInstancesStartTogether(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the binary")
-	}
 	apitest.Each(t, func(t *testing.T, on apitest.Database) {
-		bin := binary(t)
 		dsn := on.NewDSN(t)
 		const instances = 4
+		cmds := make([]*exec.Cmd, instances)
 		urls := make([]<-chan string, instances)
 		logs := make([]<-chan string, instances)
 		for i := range urls {
-			_, urls[i], logs[i] = launchProcess(t, bin, replicaArgs(dsn)...)
+			cmds[i], urls[i], logs[i] = launchProcess(t, replicaArgs(dsn)...)
 		}
 		deadline := time.After(60 * time.Second)
 		for i, urlc := range urls {
 			select {
 			case u := <-urlc:
-				if status := getStatus(t, u+"/readyz"); status != http.StatusOK {
-					t.Errorf("instance %d: /readyz %d", i+1, status)
+				if resp, err := http.Get(u + "/readyz"); err != nil || resp.StatusCode != http.StatusOK {
+					t.Errorf("instance %d: /readyz %v %v", i+1, resp, err)
 				}
 			case <-deadline:
-				t.Fatalf("instance %d of %d did not start within 60s; its log:\n%s", i+1, instances, strings.Join(drain(logs[i]), "\n"))
+				cmds[i].Process.Kill() // which ends its log
+				var log []string
+				for l := range logs[i] {
+					log = append(log, l)
+				}
+				t.Fatalf("instance %d of %d did not start within 60s; its log:\n%s", i+1, instances, strings.Join(log, "\n"))
 			}
 		}
 	})
-}
-
-// drain returns the lines a process's log has sent so far.
-func drain(lines <-chan string) []string {
-	var out []string
-	for {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				return out
-			}
-			out = append(out, l)
-		default:
-			return out
-		}
-	}
-}
-
-func getStatus(t *testing.T, url string) int {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
 }
 
 // replicas are server processes on one database, which a load reaches
@@ -88,7 +59,6 @@ func getStatus(t *testing.T, url string) int {
 // another port) while the load runs.
 type replicas struct {
 	t    *testing.T
-	bin  string
 	dsn  string
 	urls []atomic.Pointer[string]
 	cmds []*exec.Cmd
@@ -100,8 +70,8 @@ type replicas struct {
 	unanswered atomic.Int64
 }
 
-func startReplicas(t *testing.T, bin, dsn string, n int) *replicas {
-	r := &replicas{t: t, bin: bin, dsn: dsn, urls: make([]atomic.Pointer[string], n), cmds: make([]*exec.Cmd, n),
+func startReplicas(t *testing.T, dsn string, n int) *replicas {
+	r := &replicas{t: t, dsn: dsn, urls: make([]atomic.Pointer[string], n), cmds: make([]*exec.Cmd, n),
 		acked: make([]atomic.Int64, n), progress: make(chan struct{}, 1)}
 	for i := range n {
 		r.start(i)
@@ -112,7 +82,7 @@ func startReplicas(t *testing.T, bin, dsn string, n int) *replicas {
 // start starts replica i and waits for it to say where it serves.
 func (r *replicas) start(i int) {
 	r.t.Helper()
-	cmd, url, _ := startProcess(r.t, r.bin, replicaArgs(r.dsn)...)
+	cmd, url, _ := startProcess(r.t, replicaArgs(r.dsn)...)
 	r.cmds[i] = cmd
 	r.urls[i].Store(&url)
 }
@@ -159,30 +129,19 @@ const (
 // out when it was acknowledged. An INTERNAL_SERVER_ERROR fails the test:
 // no race between replicas may reach a client as one.
 func (r *replicas) send(client *http.Client, i int, token, query string, vars map[string]any, out any) outcome {
-	req, _ := http.NewRequest("POST", r.url(i)+"/graphql", bytes.NewReader(apitest.Body(query, vars)))
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := client.Do(req)
+	raw, err := try(client, r.url(i), token, query, vars)
 	if err != nil {
 		r.unanswered.Add(1)
 		return unknown
 	}
-	defer resp.Body.Close()
-	var res apitest.Response
-	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil || resp.StatusCode >= 500 {
-		r.unanswered.Add(1)
-		return unknown
-	}
-	if len(res.Errors) > 0 {
+	if res := raw.Parsed; len(res.Errors) > 0 {
 		if code := res.Code(); code == "INTERNAL_SERVER_ERROR" || code == "" {
 			r.t.Errorf("%s %v on replica %d: %+v", strings.Fields(query)[1], vars, i%len(r.urls), res.Errors)
 		}
 		return refused
 	}
 	if out != nil {
-		json.Unmarshal(res.Data, out)
+		json.Unmarshal(raw.Parsed.Data, out)
 	}
 	r.acked[i%len(r.urls)].Add(1)
 	select {
@@ -190,6 +149,18 @@ func (r *replicas) send(client *http.Client, i int, token, query string, vars ma
 	default:
 	}
 	return acked
+}
+
+// signUp signs a user up through replica i.
+func (r *replicas) signUp(client *http.Client, i int, name string) (apitest.Account, outcome) {
+	var out struct {
+		CreateUser struct {
+			User  struct{ ID string }
+			Token string
+		}
+	}
+	o := r.send(client, i, "", `mutation($n: String!) { createUser(input: {name: $n}) { user { id } token } }`, map[string]any{"n": name}, &out)
+	return apitest.Account{ID: out.CreateUser.User.ID, Name: name, Token: out.CreateUser.Token}, o
 }
 
 // known is a yes or no the load is sure of, or not.
@@ -219,43 +190,31 @@ func (k *known) apply(o outcome, set bool) {
 // writes come from one worker, in order, and what the load last had
 // acknowledged of it is what the database must hold.
 func TestReplicasLoseNothing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the binary")
-	}
-	dsn := pgtest.DSN(t, "the replicas test (three server processes on one PostgreSQL database)")
 	bin := binary(t)
+	dsn := pgtest.DSN(t, "the replicas test (three server processes on one PostgreSQL database)")
 	const (
 		nReplicas  = 3
 		workers    = 6
 		actorsPer  = 2
 		targetsPer = 4
 	)
-	reps := startReplicas(t, bin, dsn, nReplicas)
+	reps := startReplicas(t, dsn, nReplicas)
 	client := &http.Client{Timeout: 10 * time.Second}
-	signUp := func(i int, name string) (apitest.Account, outcome) {
-		var out struct {
-			CreateUser struct {
-				User  struct{ ID string }
-				Token string
-			}
-		}
-		o := reps.send(client, i, "", `mutation($n: String!) { createUser(input: {name: $n}) { user { id } token } }`, map[string]any{"n": name}, &out)
-		return apitest.Account{ID: out.CreateUser.User.ID, Name: name, Token: out.CreateUser.Token}, o
-	}
 	// Accounts and targets signed up through every replica in turn, so
 	// that each replica minted some of the tokens.
 	ws := make([]*worker, workers)
 	n := 0
 	for g := range ws {
-		ws[g] = &worker{}
+		ws[g] = &worker{known: map[fact]*known{}}
 		for k := range actorsPer + targetsPer {
-			a, o := signUp(n, fmt.Sprintf("w%da%d", g, k))
+			a, o := reps.signUp(client, n, fmt.Sprintf("w%da%d", g, k))
 			if o != acked {
 				t.Fatalf("sign-up before the load: %v", o)
 			}
 			if k < actorsPer {
 				ws[g].actors = append(ws[g].actors, a)
 				ws[g].mintedBy = append(ws[g].mintedBy, n%nReplicas)
+				ws[g].knownOf(fact{"deactivated", a.ID, ""}) // checked, even if never changed
 			} else {
 				ws[g].targets = append(ws[g].targets, a)
 			}
@@ -267,15 +226,9 @@ func TestReplicasLoseNothing(t *testing.T) {
 		allActors = append(allActors, w.actors...)
 	}
 
-	states := make([]*state, workers)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for g, w := range ws {
-		st := &state{follows: map[[2]string]*known{}, blocks: map[[2]string]*known{}, deactivated: map[string]*known{}}
-		states[g] = st
-		for _, a := range w.actors {
-			st.deactivated[a.ID] = &known{sure: true}
-		}
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(g), 13))
 			for i := g; ; i++ {
@@ -284,7 +237,7 @@ func TestReplicasLoseNothing(t *testing.T) {
 					return
 				default:
 				}
-				st.step(reps, client, w, g, i, rng, allActors, signUp)
+				w.step(reps, client, g, i, rng, allActors)
 			}
 		})
 	}
@@ -301,7 +254,7 @@ func TestReplicasLoseNothing(t *testing.T) {
 	end()
 
 	// Every write is settled; what the load knows must be what is there.
-	checked, wrong, signUps := checkSettled(t, dsn, states)
+	checked, wrong, signUps := checkSettled(t, dsn, ws)
 	t.Logf("%d writes acknowledged (%d before the kill, %d through the restarted replica after its restart; %d sign-ups), %d unanswered; %d outcomes known and checked, %d wrong",
 		reps.total()-base, killedAt-base, reps.acked[1].Load()-restartedBase, signUps, reps.unanswered.Load(), checked, wrong)
 
@@ -326,95 +279,82 @@ func TestReplicasLoseNothing(t *testing.T) {
 	}
 }
 
-// worker is a load's worker: the accounts it acts as and the users only
-// it acts on (targets, which never act).
+// worker is a load's worker: the accounts it acts as, the users only it
+// acts on (targets, which never act), and what it had acknowledged.
 type worker struct {
 	actors, targets []apitest.Account
 	mintedBy        []int // the replica that minted each actor's token
+	known           map[fact]*known
+	signedUp        []apitest.Account
 }
 
-// state is what one worker had acknowledged, keyed by ids.
-type state struct {
-	follows, blocks map[[2]string]*known
-	deactivated     map[string]*known
-	signedUp        []apitest.Account
+// fact is one thing the database holds or not: a follow or a block from a
+// to b, a user a deactivated (b empty), a user a named b.
+type fact struct{ kind, a, b string }
+
+// knownOf is what w knows of f: sure it does not hold, until a write says
+// otherwise.
+func (w *worker) knownOf(f fact) *known {
+	k := w.known[f]
+	if k == nil {
+		k = &known{sure: true}
+		w.known[f] = k
+	}
+	return k
+}
+
+// readFacts adds the rows of a query of two columns to held, as facts of
+// a kind.
+func readFacts(t *testing.T, dsn, kind, query string, held map[fact]bool) {
+	t.Helper()
+	rows, err := apitest.OpenDSN(t, dsn).Query(query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		f := fact{kind: kind}
+		if err := rows.Scan(&f.a, &f.b); err != nil {
+			t.Fatal(err)
+		}
+		held[f] = true
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // checkSettled compares what the workers' loads had acknowledged with what
 // the database holds, once every write is settled, and returns how many
 // outcomes it checked, how many were wrong, and the sign-ups among them.
-func checkSettled(t *testing.T, dsn string, states []*state) (checked, wrong, signUps int) {
+func checkSettled(t *testing.T, dsn string, ws []*worker) (checked, wrong, signUps int) {
 	t.Helper()
-	raw := apitest.OpenDSN(t, dsn)
-	present := followPairs(t, dsn)
-	blocks := map[[2]string]bool{}
-	rows, err := raw.Query(`SELECT "BlockerId", "BlockedId" FROM "Blocks"`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var p [2]string
-		rows.Scan(&p[0], &p[1])
-		blocks[p] = true
-	}
-	rows.Close()
-	deactivated := map[string]bool{}
-	names := map[string]string{}
-	rows, err = raw.Query(`SELECT "Id", "Name", "DeactivatedAt" IS NOT NULL FROM "Users"`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var id, name string
-		var d bool
-		rows.Scan(&id, &name, &d)
-		deactivated[id], names[id] = d, name
-	}
-	rows.Close()
-	expect := func(what string, got bool, k *known) {
-		if !k.sure {
-			return
+	held := map[fact]bool{}
+	readFacts(t, dsn, "follow", `SELECT "FollowerId", "FolloweeId" FROM "Follows"`, held)
+	readFacts(t, dsn, "block", `SELECT "BlockerId", "BlockedId" FROM "Blocks"`, held)
+	readFacts(t, dsn, "deactivated", `SELECT "Id", '' FROM "Users" WHERE "DeactivatedAt" IS NOT NULL`, held)
+	readFacts(t, dsn, "named", `SELECT "Id", "Name" FROM "Users"`, held)
+	for _, w := range ws {
+		for f, k := range w.known {
+			if k.sure {
+				if checked++; held[f] != k.set {
+					wrong++
+					t.Errorf("%+v: %v in the database, %v acknowledged", f, held[f], k.set)
+				}
+			}
 		}
-		checked++
-		if got != k.set {
-			wrong++
-			t.Errorf("%s: %v in the database, %v acknowledged", what, got, k.set)
-		}
-	}
-	for _, st := range states {
-		for p, k := range st.follows {
-			expect(fmt.Sprintf("follow %s -> %s", p[0], p[1]), present[p], k)
-		}
-		for p, k := range st.blocks {
-			expect(fmt.Sprintf("block %s -> %s", p[0], p[1]), blocks[p], k)
-		}
-		for id, k := range st.deactivated {
-			expect("user "+id+" deactivated", deactivated[id], k)
-		}
-		for _, a := range st.signedUp {
-			signUps++
-			if names[a.ID] != a.Name {
-				t.Errorf("signed-up user %s (%s) is %q in the database", a.ID, a.Name, names[a.ID])
+		for _, a := range w.signedUp {
+			if signUps++; !held[fact{"named", a.ID, a.Name}] {
+				t.Errorf("signed-up user %s (%s) is not in the database by that name", a.ID, a.Name)
 			}
 		}
 	}
 	return checked, wrong, signUps
 }
 
-// knownOf is what m knows of the pair (a, b): sure it is not set, until a
-// write says otherwise.
-func knownOf(m map[[2]string]*known, a, b string) *known {
-	k := m[[2]string{a, b}]
-	if k == nil {
-		k = &known{sure: true}
-		m[[2]string{a, b}] = k
-	}
-	return k
-}
-
 // step is worker g's i-th write, chosen by rng, sent through replica i
-// (mod their number); st records what came of it.
-func (st *state) step(reps *replicas, client *http.Client, w *worker, g, i int, rng *rand.Rand, allActors []apitest.Account, signUp func(int, string) (apitest.Account, outcome)) {
+// (mod their number); w records what came of it.
+func (w *worker) step(reps *replicas, client *http.Client, g, i int, rng *rand.Rand, allActors []apitest.Account) {
 	me := w.actors[rng.IntN(len(w.actors))]
 	target := w.targets[rng.IntN(len(w.targets))]
 	switch p := rng.IntN(100); {
@@ -427,32 +367,32 @@ func (st *state) step(reps *replicas, client *http.Client, w *worker, g, i int, 
 			return
 		}
 		o := reps.send(client, i, me.Token, apitest.FollowMutation, map[string]any{"id": other.ID}, nil)
-		knownOf(st.follows, me.ID, other.ID).apply(o, true)
+		w.knownOf(fact{"follow", me.ID, other.ID}).apply(o, true)
 	case p < 55:
 		other := target
 		if rng.IntN(3) == 0 {
 			other = allActors[rng.IntN(len(allActors))]
 		}
 		o := reps.send(client, i, me.Token, `mutation($id: ID!) { unfollow(input: {userId: $id}) { wasFollowing } }`, map[string]any{"id": other.ID}, nil)
-		knownOf(st.follows, me.ID, other.ID).apply(o, false)
+		w.knownOf(fact{"follow", me.ID, other.ID}).apply(o, false)
 	case p < 67: // a block takes the follow between them away
 		o := reps.send(client, i, me.Token, `mutation($id: ID!) { block(input: {userId: $id}) { removedFollows } }`, map[string]any{"id": target.ID}, nil)
-		knownOf(st.blocks, me.ID, target.ID).apply(o, true)
-		knownOf(st.follows, me.ID, target.ID).apply(o, false)
+		w.knownOf(fact{"block", me.ID, target.ID}).apply(o, true)
+		w.knownOf(fact{"follow", me.ID, target.ID}).apply(o, false)
 	case p < 77:
 		o := reps.send(client, i, me.Token, `mutation($id: ID!) { unblock(input: {userId: $id}) { wasBlocked } }`, map[string]any{"id": target.ID}, nil)
-		knownOf(st.blocks, me.ID, target.ID).apply(o, false)
+		w.knownOf(fact{"block", me.ID, target.ID}).apply(o, false)
 	case p < 87: // deactivate, then reactivate through the next replicas
-		d := st.deactivated[me.ID]
+		d := w.knownOf(fact{"deactivated", me.ID, ""})
 		o := reps.send(client, i, me.Token, `mutation { deactivateAccount { deactivated } }`, nil, nil)
 		d.apply(o, true)
-		for try := 1; try <= 2*len(reps.urls) && (!d.sure || d.set); try++ {
-			o := reps.send(client, i+try, me.Token, `mutation { reactivateAccount { deactivated } }`, nil, nil)
+		for n := 1; n <= 2*len(reps.urls) && (!d.sure || d.set); n++ {
+			o := reps.send(client, i+n, me.Token, `mutation { reactivateAccount { deactivated } }`, nil, nil)
 			d.apply(o, false)
 		}
 	default: // a sign-up, which becomes one of this worker's targets
-		if a, o := signUp(i, fmt.Sprintf("w%dn%d", g, i)); o == acked {
-			st.signedUp = append(st.signedUp, a)
+		if a, o := reps.signUp(client, i, fmt.Sprintf("w%dn%d", g, i)); o == acked {
+			w.signedUp = append(w.signedUp, a)
 			w.targets = append(w.targets, a)
 		}
 	}

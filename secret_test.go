@@ -20,88 +20,74 @@ import (
 func TestShortSecretRefused(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "secret")
 	os.WriteFile(file, []byte("only-20-bytes-secret\n"), 0o600)
-	cases := []struct {
+	for _, tc := range []struct {
 		name string
 		args []string
 		env  map[string]string
 	}{
-		{"flag", []string{"-secret", "dev"}, nil},
-		{"FOLLOWS_SECRET", nil, map[string]string{"FOLLOWS_SECRET": strings.Repeat("x", 31)}},
-		{"secret file", []string{"-secret-file", file}, nil},
+		{"flag", []string{"-secret", "dev", "-addr", "127.0.0.1:0"}, nil},
+		{"FOLLOWS_SECRET", []string{"-addr", "127.0.0.1:0"}, map[string]string{"FOLLOWS_SECRET": strings.Repeat("x", 31)}},
+		{"secret file", []string{"-secret-file", file, "-addr", "127.0.0.1:0"}, nil},
 		{"token subcommand", []string{"token", "-user", "1", "-secret", "dev"}, nil},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			args := append(tc.args, "-db", filepath.Join(t.TempDir(), "x.db"))
-			if tc.args == nil || tc.args[0] != "token" {
-				args = append(args, "-addr", "127.0.0.1:0")
+	} {
+		// A server that starts runs until the deadline, and then ends
+		// without the error.
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+		err := run(ctx, append(tc.args, "-db", filepath.Join(t.TempDir(), "x.db")), io.Discard, io.Discard, func(k string) string { return tc.env[k] })
+		cancel()
+		if err == nil {
+			t.Fatalf("%s: ran with a short secret", tc.name)
+		}
+		for _, want := range []string{"-secret", "-secret-file", "FOLLOWS_SECRET", "at least 32"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: error %q does not mention %s", tc.name, err, want)
 			}
-			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-			defer cancel()
-			done := make(chan error, 1)
-			go func() {
-				done <- run(ctx, args, io.Discard, io.Discard, func(k string) string { return tc.env[k] })
-			}()
-			select {
-			case err := <-done:
-				if err == nil {
-					t.Fatal("ran with a short secret")
-				}
-				for _, want := range []string{"-secret", "-secret-file", "FOLLOWS_SECRET", "at least 32"} {
-					if !strings.Contains(err.Error(), want) {
-						t.Errorf("error %q does not mention %s", err, want)
-					}
-				}
-			case <-time.After(3 * time.Second):
-				cancel()
-				<-done
-				t.Fatal("the server started with a short secret")
-			}
-		})
-	}
-}
-
-// Without a secret, the embedded default keeps one in a file beside the
-// database, its owner's only: a token minted before a restart still signs
-// its user in after it, and the token subcommand mints with it too.
-func TestSecretSurvivesRestart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the binary")
-	}
-	bin := binary(t)
-	dbPath := filepath.Join(t.TempDir(), "follows.db")
-	cmd, url, lines := startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", dbPath)
-	waitLogLine(t, lines, "made one and kept it beside the database", 5*time.Second)
-	out := post(t, url, "", `mutation { createUser(input: {name: "kept"}) { token user { id } } }`)
-	created, _ := out["data"].(map[string]any)["createUser"].(map[string]any)
-	if created == nil {
-		t.Fatalf("createUser: %v", out)
-	}
-	token := created["token"].(string)
-	info, err := os.Stat(dbPath + ".secret")
-	if err != nil || info.Mode().Perm() != 0o600 {
-		t.Fatalf("the secret file: %v, %v; want it made 0600", info, err)
-	}
-	cmd.Process.Signal(syscall.SIGTERM)
-	waitExit(t, cmd, 30*time.Second)
-
-	_, url, lines = startProcess(t, bin, "-addr", "127.0.0.1:0", "-db", dbPath)
-	waitLogLine(t, lines, "token secret read from the file beside the database", 5*time.Second)
-	for _, tok := range []string{token, mint(t, bin, dbPath, created["user"].(map[string]any)["id"].(string))} {
-		out = post(t, url, tok, `{ viewer { name } }`)
-		if got, _ := json.Marshal(out["data"]); string(got) != `{"viewer":{"name":"kept"}}` {
-			t.Errorf("a token after the restart: %s; want it to sign kept in", got)
 		}
 	}
 }
 
-func mint(t *testing.T, bin, dbPath, user string) string {
-	t.Helper()
-	tok, err := exec.Command(bin, "token", "-user", user, "-db", dbPath).Output()
+// Without a secret, the embedded default makes one and says so, without
+// printing it, and keeps it in a file beside the database, its owner's
+// only: a token minted before a restart still signs its user in after it,
+// and the token subcommand mints with it too. -demo on the restart, with a
+// user there, loads nothing and says why.
+func TestSecretSurvivesRestart(t *testing.T) {
+	bin := binary(t)
+	dbPath := filepath.Join(t.TempDir(), "follows.db")
+	cmd, url, lines := startProcess(t, "-addr", "127.0.0.1:0", "-db", dbPath)
+	log := waitLogLine(t, lines, "no token secret configured .*: made one and kept it beside the database", 5*time.Second)
+	var created struct {
+		CreateUser struct {
+			Token string
+			User  struct{ ID string }
+		}
+	}
+	if out := post(t, url, "", `mutation { createUser(input: {name: "kept"}) { token user { id } } }`); json.Unmarshal(out.Parsed.Data, &created) != nil || created.CreateUser.Token == "" {
+		t.Fatalf("createUser: %s", out.Body)
+	}
+	info, err := os.Stat(dbPath + ".secret")
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("the secret file: %v, %v; want it made 0600", info, err)
+	}
+	secret, _ := os.ReadFile(dbPath + ".secret")
+	for _, l := range append(log, exitLog(t, cmd, lines, syscall.SIGTERM, 30*time.Second)...) {
+		if strings.Contains(l, strings.TrimSpace(string(secret))) {
+			t.Errorf("the secret made shows in the log: %q", l)
+		}
+	}
+
+	_, url, lines = startProcess(t, "-addr", "127.0.0.1:0", "-db", dbPath, "-demo")
+	waitLogLine(t, lines, "token secret read from the file beside the database", 5*time.Second)
+	waitLogLine(t, lines, "sample graph not loaded: the database already has users", 5*time.Second)
+	minted, err := exec.Command(bin, "token", "-user", created.CreateUser.User.ID, "-db", dbPath).Output()
 	if err != nil {
 		t.Fatalf("token subcommand with the secret beside the database: %v", err)
 	}
-	return strings.TrimSpace(string(tok))
+	for _, tok := range []string{created.CreateUser.Token, strings.TrimSpace(string(minted))} {
+		if got := string(post(t, url, tok, `{ viewer { name } }`).Parsed.Data); got != `{"viewer":{"name":"kept"}}` {
+			t.Errorf("a token after the restart: %s; want it to sign kept in", got)
+		}
+	}
 }
 
 // A server database without a secret is refused at start, saying how to

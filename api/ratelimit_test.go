@@ -155,6 +155,7 @@ func TestRateFlag(t *testing.T) {
 		{"off", api.Rate{}, ""},
 		{"0/m", api.Rate{}, "-rate"},
 		{"10/fortnight", api.Rate{}, "-rate"},
+		{"lots", api.Rate{}, "-rate"},
 	} {
 		r := api.Rate{N: 1, Per: time.Second}
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)

@@ -3,6 +3,7 @@ package auth_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -35,5 +36,34 @@ func TestKeepSecretConcurrently(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(filepath.Dir(file)); len(entries) != 1 {
 		t.Errorf("left %d files; want the secret alone", len(entries))
+	}
+}
+
+// A secret file's content is the secret but for its line end, CRLF
+// included; other trailing space is the secret's own. An empty file, or
+// one that is not there, is an error that says what was being read.
+func TestReadSecret(t *testing.T) {
+	dir := t.TempDir()
+	for content, want := range map[string]string{
+		"from-file\n": "from-file",
+		"crlf\r\n":    "crlf",
+		"kept  ":      "kept  ",
+		"\n":          "error: the token secret file",
+		"":            "error: the token secret file",
+	} {
+		file := filepath.Join(dir, "secret")
+		if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := auth.ReadSecret(file)
+		if err != nil {
+			got = "error: " + err.Error()
+		}
+		if !strings.HasPrefix(got, want) {
+			t.Errorf("a file of %q: %q, want %q", content, got, want)
+		}
+	}
+	if _, err := auth.ReadSecret(filepath.Join(dir, "none")); err == nil || !strings.Contains(err.Error(), "read the token secret file") {
+		t.Errorf("a file that is not there: %v", err)
 	}
 }
