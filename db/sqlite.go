@@ -59,8 +59,11 @@ const sqliteTime = time.DateTime + ".0000000"
 // files: this one (connecting, times, errors, the statements that
 // differ), sqlite_lists.go (the list statements), sqlite_suggestions.go,
 // sqlite_import.go (bulk import, a new file's load), sqlite_file.go (the
-// file, its integrity check); the page writer is sqlitefile.go and
-// sqlitefollows.go, adoption db/adopt/sqlite.go.
+// file, its integrity check), sqlite_importmark.go (the mark of an
+// unfinished import), sqlite_followtree.go (a new file's follow table
+// written as b-tree pages by package sqlitebtree, and checked),
+// sqlite_followversions.go (the list cache's triggers); adoption is
+// db/adopt/sqlite.go.
 type sqliteDialect struct{}
 
 var (
