@@ -34,9 +34,10 @@ const (
 )
 
 // bytesPerToken is what a parsed, validated document holds for each token
-// of its text, at most: measured from about 100 (GraphiQL's introspection
-// query) to 410 (a run of __typename); the query cache weighs its
-// documents with it.
+// of its text, at most: above what was measured both for GraphiQL's
+// introspection query and for a run of __typename, the costliest form
+// per token (docs/decisions/hostile-traffic-cost.md); the query cache
+// weighs its documents with it.
 const bytesPerToken = 512
 
 func (admission) ExtensionName() string                   { return "Admission" }

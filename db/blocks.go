@@ -111,8 +111,9 @@ const (
 //
 // The recount reads the lists of everyone around the account, where
 // adjusting each count by one did not: for the most followed account of
-// the benchmark graph (30,000 followers) it holds the write lock about 2 s
-// rather than 0.3 s. Deactivation is rare; one rule is worth it.
+// the benchmark graph it holds the write lock for seconds rather than a
+// fraction of one (docs/decisions/one-count-rule.md). Deactivation is
+// rare; one rule is worth it.
 func (s *Store) SetDeactivated(ctx context.Context, id int64, deactivated bool) (u User, changed bool, err error) {
 	err = s.inTx(ctx, func(r runner) error {
 		if err := lockAround(ctx, r, id); err != nil {

@@ -17,8 +17,9 @@ import (
 //
 // They leave out deactivated users with NOT IN over the deactivated ids,
 // which SQLite reads once per statement, rather than with a join to Users
-// per follow as the lists do: recounting 100,000 users over 3.3 million
-// follows took 1.2 s in this form and 6.4 s with the join (sqlite3 3.40).
+// per follow as the lists do: a recount of the large graph took about a
+// fifth of the time in this form that it took with the join
+// (docs/decisions/one-count-rule.md).
 func followerCount(user string) string {
 	return `(SELECT COUNT(*) FROM Follows AS f WHERE f.FolloweeId = ` + user + ` AND ` + counted("FollowerId") + `)`
 }
@@ -47,9 +48,9 @@ WHERE Id IN (` + affected + `)`
 // most users: the rule applied in one pass over the follow table grouped
 // by each end, rather than in two index lookups per user. On PostgreSQL
 // those lookups read the freshly loaded rows in the followees' scattered
-// order (100,000 users over 3.3 million follows: 21 s, against 7 s
-// grouped); on SQLite the two cost about the same (1.0-1.5 s per-user,
-// 1.4-1.7 s grouped, sqlite3 3.40), so one form serves both.
+// order, about three times slower than grouped; on SQLite the two cost
+// about the same, so one form serves both
+// (docs/decisions/one-count-rule.md).
 func recountUsersGrouped(affected string) string {
 	grouped := func(end, other string) string {
 		return `SELECT f.` + end + ` AS Id, COUNT(*) AS n FROM Follows AS f WHERE ` + counted(other) + ` GROUP BY f.` + end

@@ -229,8 +229,8 @@ func (t *treeFollows) afterCommit() func(context.Context, *sql.Conn) error { ret
 // for it (its followers, its following); every user at either end of an
 // imported follow has an entry. They are kept in a slice by id when the
 // ids are dense enough, as users' mostly are: in a map, the two lookups
-// a follow were a third of the loading goroutine's CPU (0.5 of 1.5 s for
-// 2.9 million follows).
+// a follow were a third of the loading goroutine's CPU
+// (docs/decisions/import-speed.md).
 type importCounts struct {
 	dense  []denseCount
 	sparse map[int64]*[2]int
@@ -305,8 +305,9 @@ func (c *importCounts) ids() []int64 {
 // counts the load made, written in one statement where the dialect has
 // one (countSetter): the count rule applied in Go, to the
 // imported rows as they went by, with the rule's own list of deactivated
-// users, which costs nothing beside reading 3 million rows back (1.5 to
-// 3 s). Otherwise the count rule recounts them in SQL (see
+// users, which costs nothing beside reading the rows back
+// (docs/decisions/import-speed.md). Otherwise the count rule recounts
+// them in SQL (see
 // recountUsersGrouped), which also counts the follows there were.
 func (l *followLoad) setCounts() error {
 	if c, ok := l.b.s.d.(countSetter); ok && l.noFollowsBefore {

@@ -127,13 +127,13 @@ func mutualCount(user string) string {
 // SuggestionVia follows count as "via", and of each of those only its
 // newest SuggestionsPerVia follows, so that one call reads at most
 // SuggestionVia × SuggestionsPerVia (10,000) follows, whoever asks.
-// Without it an account following 20,000 users cost 1.5 s of SQL a call.
-// On the large benchmark graph (docs/decisions/suggestion-bounds.md) the worst case, a user whose
-// 25 newest follows each follow 3,000 others, costs about 40 ms of CPU. A
-// typical user (15 to 25 follows) has all its follows counted, and the
-// answers of 194 of 200 typical users are unchanged; the other six follow
-// someone who follows more than 400, and see a via count or two lower by
-// one, the ties below them reordered.
+// Without it a call's cost grew with the viewer's following list and each
+// followee's, and anyone could make an account that cost seconds of SQL a
+// call. With it the worst case costs tens of milliseconds, and a typical
+// user (15 to 25 follows) has all its follows counted: almost every
+// typical user's answer is unchanged, and the few who follow someone who
+// follows more than SuggestionsPerVia see a via count or two lower by one,
+// the ties below them reordered (docs/decisions/suggestion-bounds.md).
 const (
 	SuggestionVia     = 25
 	SuggestionsPerVia = 400

@@ -128,7 +128,8 @@ func (*postgresDialect) listUsers() [2]string { return listUsersLimit }
 // unless it gives them itself; pgx sends a URL's unknown parameters as
 // settings. jit=off: PostgreSQL compiles a statement whose estimated cost
 // passes jit_above_cost, and it estimates a JSON batch at 100 rows, so the
-// suggestions statement was compiled on every run, 79 ms of its 154 ms.
+// suggestions statement was compiled on every run, and compiling was about
+// half its time (docs/decisions/postgres-tuning.md).
 func postgresDSN(dsn string) string {
 	u, err := url.Parse(dsn)
 	if err != nil {

@@ -43,8 +43,9 @@ func (*postgresDialect) copies(string) bool { return true }
 // aside, with the statements that make them again: the secondary indexes
 // (not the primary key's, which finds duplicate rows as they come), the
 // triggers the server made (the counts'), and the foreign keys, whose
-// checks, a lookup in Users for each end of each row, made loading 3.3
-// million follows take 102 s rather than 20 s. The import checks both
+// checks, a lookup in Users for each end of each row, made loading the
+// large graph's follows several times slower
+// (docs/decisions/postgres-tuning.md). The import checks both
 // ends of every row itself, and adding the keys back checks all rows
 // again in one pass.
 const postgresFollowsAside = `SELECT 'INDEX', i.indexname, i.indexdef FROM pg_indexes AS i

@@ -20,22 +20,20 @@ import (
 //
 // Pool and page caches: four connections with a 4 MB page cache each.
 // On two cores four connections keep both busy, and each connection's
-// cache holds more of the pages that every request visits (the Users
-// table is 6 MB on the harness's graph; a cache miss is a pread, 17% of
-// the fan-out query's CPU with 1 MB caches). Against eight connections
-// with 1 MB each, in local runs on the harness's graph
-// (docs/decisions/sqlite-pool.md), the fan-out query ran 5-15% faster with a
-// p99 a fifth lower, and the peak resident size was no higher (65-70 MB
-// against 71): each pooled connection also keeps its own copy of every
-// prepared statement. (With eight 1 MB caches, eight connections' caches
-// had been most of the peak resident size at 32 concurrent requests.)
+// cache holds more of the pages that every request visits (a cache miss
+// is a pread, a visible share of the fan-out query's CPU with small
+// caches). Against eight connections with 1 MB each, the fan-out query
+// ran faster with a lower p99, and the peak resident size was no higher:
+// each pooled connection also keeps its own copy of every prepared
+// statement, and eight connections' caches had been most of the peak
+// resident size under concurrent requests (docs/decisions/sqlite-pool.md).
 //
 // Not mmap_size: reading through a mapping of the file skipped this
-// build's one shared page-cache mutex and cut suggestions' CPU by about a
-// quarter under eight callers, but every mapped page the process touched
-// counted in its resident size (the start-up check alone touched the
-// whole 500 MB file), and a read error on a mapped page stops the process
-// (SIGBUS) instead of failing one statement.
+// build's one shared page-cache mutex and cut suggestions' CPU under
+// concurrent callers, but every mapped page the process touched counted
+// in its resident size (the start-up check alone touched the whole
+// file), and a read error on a mapped page stops the process (SIGBUS)
+// instead of failing one statement (docs/decisions/sqlite-pool.md).
 const sqlitePoolSize = 4
 
 // sqliteCacheSize is every pooled connection's page cache (negative: in
@@ -152,8 +150,8 @@ JOIN Blocks AS b ON b.BlockerId = p.value ->> 0 AND b.BlockedId = p.value ->> 1`
 var sqliteAdoptionOnce = sync.OnceValue(adopt.SQLite)
 
 // formatSQLiteTime is t.UTC().Format(sqliteTime), written digit by digit:
-// an import formats every follow's time, and Format was 8% of the
-// loading goroutine's CPU (0.04 of 0.52 s, the small graph's profile).
+// an import formats every follow's time, and Format was a visible share
+// of the loading goroutine's CPU (docs/decisions/import-speed.md).
 func formatSQLiteTime(t time.Time) string {
 	t = t.UTC()
 	y, mo, d := t.Date()
@@ -199,9 +197,10 @@ func parseSQLiteTime(s string) (time.Time, error) {
 // one to nine fractional digits or without, in UTC, as time.Parse(
 // time.DateTime, s) reads it: SQLite's CreatedAt texts and the CSV form
 // of a graph (graphcsv). That usual form is read digit by digit
-// (readDateTime): time.Parse was 3% of the CPU of a query listing 500
-// follows, and a third of the time reading follows.csv took. Anything
-// else goes to time.Parse, which also says what is wrong with it.
+// (readDateTime): time.Parse was a visible share of the CPU of a query
+// listing follows, and much of the time reading follows.csv took
+// (docs/decisions/executor.md). Anything else goes to time.Parse, which
+// also says what is wrong with it.
 func ParseDateTime(s string) (time.Time, error) {
 	if t, ok := readDateTime(s); ok {
 		return t, nil

@@ -32,8 +32,9 @@ type followPages struct {
 	h     sqlitebtree.Header
 	roots followRoots
 	// held are the rows as add holds them, in chunks of heldChunk: grown
-	// as one slice, copying it again and again was 0.85 s of the loading
-	// goroutine's CPU. check gathers them into rows.
+	// as one slice, copying it again and again was a large share of the
+	// loading goroutine's CPU (docs/decisions/import-speed.md). check
+	// gathers them into rows.
 	held  [][]memFollow
 	n     int
 	rows  []memFollow
@@ -505,8 +506,9 @@ func (x *followerIndex) AppendRecord(dst []byte, j int) []byte {
 
 // ticksText writes CreatedAt texts, as formatSQLiteTime does, from 100
 // ns ticks after the Unix epoch (years 0 to 9999), without the time
-// package's calendar: an import writes 9 million of them, 0.8 s of CPU
-// by the calendar and digit by digit. The texts of the last days written
+// package's calendar: an import writes millions of them, a noticeable
+// part of the load's CPU by the calendar and even digit by digit
+// (docs/decisions/import-speed.md). The texts of the last days written
 // are kept (a graph's follows span a few thousand days), and the time of
 // day is written two digits at a time.
 type ticksText struct {

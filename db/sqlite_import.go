@@ -51,8 +51,8 @@ func (*sqliteDialect) followTree(ctx context.Context, b bulkRun) (_ *followPages
 // the follows itself. Even the (FollowerId, CreatedAt, FolloweeId) index,
 // into which rows that come by follower would go near its end, is
 // cheaper to build afterwards (from rows in follower order, its sort has
-// little to do) than to keep: 0.31 s more loading 250,000 follows against
-// 0.13 s building it, in CPU time.
+// little to do) than to keep: keeping it cost more CPU in the load than
+// building it took (docs/decisions/import-speed.md).
 func (*sqliteDialect) setAsideFollowIndexes(ctx context.Context, r runner) (restore func() error, err error) {
 	return setAside(ctx, r, `SELECT type, name, sql FROM sqlite_schema
 WHERE tbl_name = 'Follows' AND type IN ('index', 'trigger') AND sql IS NOT NULL`,

@@ -22,8 +22,9 @@ import (
 //
 // Lists leave out deactivated users. They read only what the keyset index
 // covers (a follow's settings are looked up apart, for the viewer's own
-// follows): reading Muted here made the first page of fifty lists four
-// times slower (5.2 ms against 1.2 ms), a table lookup per row.
+// follows): reading Muted here made the first page of fifty lists about
+// four times slower, a table lookup per row
+// (docs/decisions/list-statements.md).
 var sqliteListBranches = fillLists(`SELECT * FROM (
   SELECT ? AS k, {e}.CreatedAt, ` + userColumns + `
   FROM {table} AS {e} JOIN ` + activeUser("u", "{e}.{other}") + `
@@ -40,7 +41,7 @@ var limitBuckets = []int{11, 21, 51, 101}
 // LIMIT written in as one of limitBuckets (our constant, never a client's
 // value): SQLite re-prepares, on every run, a statement whose bound LIMIT
 // meets a bound range on an index, which for fifty branches tripled its
-// cost (measured: 2.9 ms against 0.9 ms).
+// cost (docs/decisions/list-statements.md).
 func pageBranch(tmpl string, from, to bool, limit int) string {
 	t := section(section(tmpl, "from", from), "to", to)
 	if !from && !to {

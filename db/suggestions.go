@@ -69,8 +69,9 @@ func (s *Store) sqlSuggestions(ctx context.Context, d sqlSuggester, qs []Suggest
 
 // appendIDs appends the ids of a comma-separated list to dst. Ids of up
 // to 18 digits, which every row id is, are read digit by digit:
-// strconv.ParseInt, with its signs, bases and underscores, was 1.7% of the
-// suggestions query's CPU under load, for 755 ids a typical call. It
+// strconv.ParseInt, with its signs, bases and underscores, was a visible
+// share of the suggestions query's CPU under load, for the hundreds of
+// ids of a typical call (docs/decisions/suggestions-ranked-in-go.md). It
 // reads anything else, or refuses it.
 func appendIDs(dst []int64, list string) ([]int64, error) {
 	for len(list) > 0 {
@@ -132,9 +133,9 @@ func (t *tally) reset() {
 
 // count makes the candidates: each id of via once, with how many times it
 // came, unless excluded. Sorting the ids and counting runs of equal ones,
-// with the candidates as (id, via) pairs, took 32 µs for the harness's
-// typical user's 755 ids where a hash map's increments and candidates as
-// whole Suggestions took 68 (docs/decisions/suggestions-ranked-in-go.md).
+// with the candidates as (id, via) pairs, took about half the time of a
+// hash map's increments and candidates as whole Suggestions, for a
+// typical user's ids (docs/decisions/suggestions-ranked-in-go.md).
 func (t *tally) count() {
 	slices.Sort(t.via)
 	slices.Sort(t.exclude)

@@ -113,7 +113,7 @@ func (s *Store) CreateUser(ctx context.Context, name string) (User, error) {
 // missing user is nil.
 func (s *Store) UsersByID(ctx context.Context, ids []int64) ([]*User, error) {
 	// One id, as a request's user(id:) asks, is a plain key lookup: on
-	// SQLite the id list's json_each made it 20 µs rather than 12
+	// SQLite the id list's json_each made it much slower
 	// (docs/decisions/suggestions-ranked-in-go.md).
 	text, arg := s.q.usersByID, any(idList(ids))
 	if len(ids) == 1 {
