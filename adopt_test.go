@@ -45,7 +45,7 @@ func TestMigrateAdoptsAnEFCoreDatabase(t *testing.T) {
 			t.Errorf("the dry run does not say %q:\n%s", want, &out)
 		}
 	}
-	if tableCount(t, path, "UserUser") != len(eftest.Follows) || tableCount(t, path, "Follows") != -1 {
+	if apitest.TableCount(t, path, "UserUser") != len(eftest.Follows) || apitest.TableCount(t, path, "Follows") != -1 {
 		t.Fatal("the dry run changed the database")
 	}
 	out.Reset()
@@ -55,18 +55,8 @@ func TestMigrateAdoptsAnEFCoreDatabase(t *testing.T) {
 	if !strings.Contains(out.String(), "database shape: convention") || !strings.Contains(out.String(), "migrations applied") {
 		t.Errorf("migrate says:\n%s", &out)
 	}
-	if tableCount(t, path, "UserUser") != -1 || tableCount(t, path, "Follows") != len(eftest.Follows) {
+	if apitest.TableCount(t, path, "UserUser") != -1 || apitest.TableCount(t, path, "Follows") != len(eftest.Follows) {
 		t.Error("after migrate UserUser should be gone and its rows in Follows")
 	}
 	apitest.CheckGraph(t, path)
-}
-
-// tableCount counts a table's rows, -1 where the table is not there.
-func tableCount(t *testing.T, path, table string) int {
-	t.Helper()
-	var n int
-	if err := apitest.OpenRaw(t, path).QueryRow(`SELECT COUNT(*) FROM "` + table + `"`).Scan(&n); err != nil {
-		return -1
-	}
-	return n
 }

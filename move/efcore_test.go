@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"testing"
 
-	"follows/api/apitest"
 	"follows/db/adopt/eftest"
 )
 
@@ -30,13 +29,3 @@ func makeDB(t *testing.T, ddl, rows string) string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-
-// tableCount counts a table's rows, -1 where the table is not there.
-func tableCount(t *testing.T, path, table string) int {
-	t.Helper()
-	var n int
-	if err := apitest.OpenRaw(t, path).QueryRow(`SELECT COUNT(*) FROM "` + table + `"`).Scan(&n); err != nil {
-		return -1
-	}
-	return n
-}

@@ -215,7 +215,7 @@ func TestExportLeavesAnEFCoreDatabaseAlone(t *testing.T) {
 	if after := sum(); after != before {
 		t.Errorf("export changed the EF Core file: md5 %x before, %x after", before, after)
 	}
-	if tableCount(t, path, "UserUser") != len(efFollows) || tableCount(t, path, "goose_db_version") != -1 {
+	if apitest.TableCount(t, path, "UserUser") != len(efFollows) || apitest.TableCount(t, path, "goose_db_version") != -1 {
 		t.Error("export adopted or migrated the EF Core database")
 	}
 	if !strings.HasPrefix(files[graphcsv.ManifestFile], "Version,LastUserId,Users,Blocks,Follows\n2,5,5,0,6\n") {

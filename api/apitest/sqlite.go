@@ -16,6 +16,17 @@ func OpenRaw(t testing.TB, path string) *sql.DB {
 	return d
 }
 
+// TableCount counts the rows of a SQLite file's table, -1 where the
+// table is not there.
+func TableCount(t testing.TB, path, table string) int {
+	t.Helper()
+	var n int
+	if err := OpenRaw(t, path).QueryRow(`SELECT COUNT(*) FROM "` + table + `"`).Scan(&n); err != nil {
+		return -1
+	}
+	return n
+}
+
 // CheckGraph asserts what must hold after any mix of writes: kept counts
 // equal recounts, no follow row points at a missing user, and the file is
 // sound.

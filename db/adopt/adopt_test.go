@@ -36,13 +36,13 @@ func TestAdoptConventionShape(t *testing.T) {
 	if !strings.Contains(out, "database shape: convention") || !strings.Contains(out, "FollowerId = FollowersId") {
 		t.Errorf("dry-run plan:\n%s", out)
 	}
-	if tableCount(t, path, "UserUser") != len(efFollows) || tableCount(t, path, "Follows") != -1 {
+	if apitest.TableCount(t, path, "UserUser") != len(efFollows) || apitest.TableCount(t, path, "Follows") != -1 {
 		t.Fatal("the dry run changed the database")
 	}
 
 	srv := serve(t, path)
 	srv.checkFollows(t, efFollows)
-	if tableCount(t, path, "UserUser") != -1 || tableCount(t, path, "__EFMigrationsHistory") != 1 {
+	if apitest.TableCount(t, path, "UserUser") != -1 || apitest.TableCount(t, path, "__EFMigrationsHistory") != 1 {
 		t.Error("after conversion UserUser should be gone and __EFMigrationsHistory kept")
 	}
 	// The server works on the converted database: a new follow, newest first.
@@ -93,7 +93,7 @@ CREATE INDEX "IX_Follows_FolloweeId" ON "Follows" ("FolloweeId");`
 	}
 	srv.stop()
 	apitest.CheckGraph(t, path)
-	if tableCount(t, path, "__EFMigrationsHistory") != 1 {
+	if apitest.TableCount(t, path, "__EFMigrationsHistory") != 1 {
 		t.Error("__EFMigrationsHistory was touched")
 	}
 }
@@ -116,7 +116,7 @@ INSERT INTO "Users" ("Id", "Name") VALUES (6, 'ALICE');`)
 		}
 	}
 	after, _ := os.ReadFile(path)
-	if tableCount(t, path, "UserUser") != len(pairs) || tableCount(t, path, "Follows") != -1 || tableCount(t, path, "goose_db_version") != -1 {
+	if apitest.TableCount(t, path, "UserUser") != len(pairs) || apitest.TableCount(t, path, "Follows") != -1 || apitest.TableCount(t, path, "goose_db_version") != -1 {
 		t.Error("the refused conversion changed the database")
 	}
 	if !bytes.Equal(before, after) {

@@ -157,12 +157,3 @@ func (s *server) followAlice(t *testing.T, token string, followers int) {
 		t.Errorf("follow alice on the adopted database: %s %v, want %d followers", b, r["errors"], followers)
 	}
 }
-
-func tableCount(t *testing.T, path, table string) int {
-	t.Helper()
-	var n int
-	if err := apitest.OpenRaw(t, path).QueryRow(`SELECT COUNT(*) FROM "` + table + `"`).Scan(&n); err != nil {
-		return -1
-	}
-	return n
-}
