@@ -19,7 +19,7 @@ public class User
     // Set while the account is deactivated: it is left out of every list
     // and count. Deactivate through the server's API, which recounts the
     // users around the account; writing it here would leave their counts
-    // as they were until `follows -check-counts`.
+    // as they were until `follows check-counts`.
     public DateTime? DeactivatedAt { get; set; }
 
     // A random stamp the database gives every new row; the server's tokens
