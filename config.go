@@ -107,6 +107,42 @@ func (fs *flagSet) Parse(args []string) error {
 	return nil
 }
 
+// unusedSigning are the flags every subcommand took before each took only
+// its own: a subcommand that signs no tokens still accepts them on the
+// command line, so that scripts written for the older commands keep
+// working, and says that it ignores them. Their variables are not read.
+var unusedSigning = []string{"secret", "secret-file", "token-ttl"}
+
+// dropUnusedSigning returns args without the unusedSigning flags fs does
+// not define (and their values), saying on stderr which it dropped.
+func dropUnusedSigning(fs *flagSet, args []string, stderr io.Writer) []string {
+	var kept []string
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		if arg == "--" || !strings.HasPrefix(arg, "-") || arg == "-" {
+			return append(kept, args[i:]...) // the flags end here
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+		f := fs.Lookup(name)
+		if f == nil && slices.Contains(unusedSigning, name) {
+			fmt.Fprintf(stderr, "%s: -%s is not used by this command: ignored\n", fs.Name(), name)
+			if !hasValue {
+				i++ // and its value
+			}
+			continue
+		}
+		kept = append(kept, arg)
+		if f == nil || hasValue || i+1 == len(args) {
+			continue
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
+			i++
+			kept = append(kept, args[i]) // its value, not a flag
+		}
+	}
+	return kept
+}
+
 // database is the -db of a command that opens one database.
 type database struct{ dsn string }
 
