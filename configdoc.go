@@ -23,8 +23,8 @@ Each command takes only the flags listed under it, each also from the
 environment: a flag wins over its variable, which wins over an older one
 listed second, which wins over the default; an empty variable is unset.
 A value that does not parse stops the command before it opens anything.
-A command that signs no tokens still accepts `-secret`, `-secret-file` and
-`-token-ttl` on its command line, as every command took them before, and
+A command that signs no tokens still accepts -secret, -secret-file and
+-token-ttl on its command line, as every command took them before, and
 says that it ignores them.
 `)
 	for _, c := range commands {
