@@ -2,145 +2,36 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"time"
 
 	"follows/api"
 	"follows/auth"
 	"follows/db"
+	"follows/flagenv"
 )
 
-// envPrefix starts the environment variable of every flag: -max-body is
-// FOLLOWS_MAX_BODY.
-const envPrefix = "FOLLOWS_"
-
-// legacyEnv holds the variables these flags were read from before every
-// flag had a FOLLOWS_ one; they still work, below FOLLOWS_ in precedence.
-var legacyEnv = map[string]string{
-	"addr":         "ADDR",
-	"db":           "DATABASE_URL",
-	"secret":       "TOKEN_SECRET",
-	"token-ttl":    "TOKEN_TTL",
-	"cors-origins": "CORS_ORIGINS",
-}
-
-// sameSetting pairs flags that give one setting two ways, so that a
-// source giving one hides what weaker sources give for the other.
-var sameSetting = map[string]string{"secret": "secret-file", "secret-file": "secret"}
-
-// envNames are the variables a flag is read from, strongest first.
-func envNames(flagName string) []string {
-	names := []string{envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))}
-	if legacy, ok := legacyEnv[flagName]; ok {
-		names = append(names, legacy)
-	}
-	return names
-}
-
-// flagSet is a flag.FlagSet whose Parse also reads the environment, so the
-// server and every subcommand take each of their flags from either.
-type flagSet struct {
-	*flag.FlagSet
-	getenv func(string) string
-}
-
-// newFlagSet starts an empty flag set for a command.
-func newFlagSet(name string, stderr io.Writer, getenv func(string) string) *flagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return &flagSet{fs, getenv}
-}
-
-// Parse reads the command line, then gives each flag it did not set the
-// value of the first of its environment variables (envNames) that is not
-// empty. Precedence is thus flag, FOLLOWS_ variable, legacy variable,
-// default. A value that does not parse is an error naming where it came
-// from.
-func (fs *flagSet) Parse(args []string) error {
-	// Before parsing: -h prints the usage while it parses.
-	fs.VisitAll(func(f *flag.Flag) {
-		f.Usage += " (env " + strings.Join(envNames(f.Name), ", or ") + ")"
-	})
-	if err := fs.FlagSet.Parse(args); err != nil {
-		return err
-	}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	for name, other := range sameSetting {
-		if name < other && given[name] && given[other] {
-			return fmt.Errorf("give -%s or -%s, not both", name, other)
-		}
-	}
-	// One pass per precedence level, so that a stronger variable for one
-	// of sameSetting's flags wins over a weaker one for the other.
-	for level := range 2 {
-		var set []string
-		var err error
-		fs.VisitAll(func(f *flag.Flag) {
-			names := envNames(f.Name)
-			if err != nil || level >= len(names) || given[f.Name] || given[sameSetting[f.Name]] {
-				return
-			}
-			v := fs.getenv(names[level])
-			if v == "" {
-				return
-			}
-			if serr := fs.Set(f.Name, v); serr != nil {
-				err = fmt.Errorf("invalid value %q for %s (-%s): %v", v, names[level], f.Name, serr)
-			}
-			set = append(set, f.Name)
-		})
-		if err != nil {
-			return err
-		}
-		for _, name := range set {
-			if other := sameSetting[name]; slices.Contains(set, other) {
-				return fmt.Errorf("give %s or %s, not both", envNames(name)[level], envNames(other)[level])
-			}
-			given[name] = true
-		}
-	}
-	return nil
+// env names every flag's variables: -max-body is FOLLOWS_MAX_BODY; a few
+// flags were read from another variable before every flag had a FOLLOWS_
+// one, which still works below it; -secret and -secret-file give one
+// setting.
+var env = flagenv.Env{
+	Prefix: "FOLLOWS_",
+	Legacy: map[string]string{"addr": "ADDR", "db": "DATABASE_URL", "secret": "TOKEN_SECRET", "token-ttl": "TOKEN_TTL", "cors-origins": "CORS_ORIGINS"},
+	Same:   map[string]string{"secret": "secret-file", "secret-file": "secret"},
 }
 
 // unusedSigning are the flags every subcommand took before each took only
 // its own: a subcommand that signs no tokens still accepts them on the
-// command line, so that scripts written for the older commands keep
-// working, and says that it ignores them. Their variables are not read.
+// command line, and says that it ignores them (flagenv.Set.DropUnused).
 var unusedSigning = []string{"secret", "secret-file", "token-ttl"}
 
-// dropUnusedSigning returns args without the unusedSigning flags fs does
-// not define (and their values), saying on stderr which it dropped.
-func dropUnusedSigning(fs *flagSet, args []string, stderr io.Writer) []string {
-	var kept []string
-	for i := 0; i < len(args); i++ {
-		arg := args[i]
-		if arg == "--" || !strings.HasPrefix(arg, "-") || arg == "-" {
-			return append(kept, args[i:]...) // the flags end here
-		}
-		name, _, hasValue := strings.Cut(strings.TrimLeft(arg, "-"), "=")
-		f := fs.Lookup(name)
-		if f == nil && slices.Contains(unusedSigning, name) {
-			fmt.Fprintf(stderr, "%s: -%s is not used by this command: ignored\n", fs.Name(), name)
-			if !hasValue {
-				i++ // and its value
-			}
-			continue
-		}
-		kept = append(kept, arg)
-		if f == nil || hasValue || i+1 == len(args) {
-			continue
-		}
-		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
-			i++
-			kept = append(kept, args[i]) // its value, not a flag
-		}
-	}
-	return kept
+type flagSet = flagenv.Set
+
+func newFlagSet(name string, stderr io.Writer, getenv func(string) string) *flagSet {
+	return flagenv.New(name, stderr, env, getenv)
 }
 
 // database is the -db of a command that opens one database.
@@ -198,7 +89,7 @@ func (s *server) flags(fs *flagSet) {
 	fs.BoolVar(&s.demo, "demo", s.demo, "load the sample graph (alice, bob, carol, dave) into an empty database")
 	fs.BoolVar(&s.checkCounts, "check-counts", s.checkCounts, "deprecated: use the check-counts subcommand, which does the same")
 	fs.BoolVar(&s.api.Debug, "debug", s.api.Debug, "add extensions.debug (SQL statement count and time) to every response, and /debug/pprof; for development only")
-	fs.Var(choice{&s.logFormat, []string{"text", "json"}}, "log-format", "`format` the server writes its log in (log/slog): text or json")
+	fs.Var(flagenv.Choice{Value: &s.logFormat, Of: []string{"text", "json"}}, "log-format", "`format` the server writes its log in (log/slog): text or json")
 	fs.StringVar(&s.metricsOperations, "metrics-operations", s.metricsOperations, "comma-separated operation names /metrics labels, every other counted as other; none: the first 200 names of accepted operations")
 	fs.BoolVar(&s.suggestionCache, "suggestion-cache", s.suggestionCache, "keep users' newest follows in memory for suggestions (SQLite); off, every suggestion reads its lists from the database. The cache is also off, with a warning at start, when its triggers on Follows are missing or changed")
 	limitFlags(fs, &s.api)
@@ -280,27 +171,5 @@ func (s *server) check() error {
 	if conns.MaxConns < 0 || conns.ReadTimeout < 0 || conns.WriteTimeout < 0 || conns.IdleTimeout < 0 || conns.ShutdownGrace < 0 {
 		return errors.New("-max-conns and the timeouts cannot be negative")
 	}
-	return nil
-}
-
-// choice is a string flag that takes one of a few values, so that another
-// is refused at start wherever it was given.
-type choice struct {
-	value *string
-	of    []string
-}
-
-func (c choice) String() string {
-	if c.value == nil { // flag.PrintDefaults calls it on a zero choice
-		return ""
-	}
-	return *c.value
-}
-
-func (c choice) Set(s string) error {
-	if !slices.Contains(c.of, s) {
-		return fmt.Errorf("want %s", strings.Join(c.of, " or "))
-	}
-	*c.value = s
 	return nil
 }

@@ -42,7 +42,7 @@ says that it ignores them.
 				def = "none"
 			}
 			fmt.Fprintf(&b, "| `-%s` | `%s` | %s | %s |\n", strings.TrimSpace(f.Name+" "+kind),
-				strings.Join(envNames(f.Name), "`, `"), def, strings.ReplaceAll(usage, "|", `\|`))
+				strings.Join(env.Names(f.Name), "`, `"), def, strings.ReplaceAll(usage, "|", `\|`))
 		})
 	}
 	_, err := io.WriteString(w, b.String())

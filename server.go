@@ -85,7 +85,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	fs := newFlagSet(name, stderr, getenv)
 	cmd.flags(fs)
-	args = dropUnusedSigning(fs, args, stderr)
+	args = fs.DropUnused(args, unusedSigning, stderr)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
