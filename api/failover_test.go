@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -79,24 +78,6 @@ func (r *replica) kill() {
 	}
 }
 
-// postVars sends one GraphQL request and decodes its response into out.
-func postVars(t *testing.T, url, token, query string, vars map[string]any, out any) {
-	t.Helper()
-	req, _ := http.NewRequest("POST", url+"/graphql", bytes.NewReader(apitest.Body(query, vars)))
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // A subscriber's replica dies while events stream, its connections cut
 // with no close frame; the client reconnects with the last cursor it saw
 // to another replica on the same database and receives every event
@@ -117,7 +98,7 @@ func TestFollowEventsSurviveAReplica(t *testing.T) {
 					}
 				}
 			}
-			postVars(t, otherURL, "", `mutation($n: String!) { createUser(input: {name: $n}) { user { id } token } }`, map[string]any{"n": name}, &out)
+			apitest.PostTo(t, otherURL, "", `mutation($n: String!) { createUser(input: {name: $n}) { user { id } token } }`, map[string]any{"n": name}, &out)
 			if out.Data.CreateUser.Token == "" {
 				t.Fatalf("createUser %s: no token", name)
 			}
@@ -131,7 +112,7 @@ func TestFollowEventsSurviveAReplica(t *testing.T) {
 		}
 		follow := func(a apitest.Account) {
 			var r apitest.Response
-			postVars(t, otherURL, a.Token, `mutation($id: ID!) { follow(input: {userId: $id}) { alreadyFollowing } }`, map[string]any{"id": star.ID}, &r)
+			apitest.PostTo(t, otherURL, a.Token, `mutation($id: ID!) { follow(input: {userId: $id}) { alreadyFollowing } }`, map[string]any{"id": star.ID}, &r)
 			if r.Errors != nil {
 				t.Errorf("follow: %v", r.Errors)
 			}

@@ -33,7 +33,7 @@ type gqlResult struct {
 func ask(t *testing.T, url, token, query string) gqlResult {
 	t.Helper()
 	var out apitest.Response
-	postVars(t, url, token, query, nil, &out)
+	apitest.PostTo(t, url, token, query, nil, &out)
 	r := gqlResult{code: out.Code()}
 	json.Unmarshal(out.Data, &r.data)
 	if len(out.Errors) > 0 {

@@ -1,12 +1,10 @@
 package adopt_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strconv"
@@ -85,21 +83,8 @@ func (s *server) token(t *testing.T, id int64) string {
 // post sends a GraphQL request and returns the decoded response.
 func (s *server) post(t *testing.T, token, query string, vars map[string]any) map[string]any {
 	t.Helper()
-	req, _ := http.NewRequest("POST", s.url+"/graphql", bytes.NewReader(apitest.Body(query, vars)))
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
 	var out map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatalf("not JSON: %s", raw)
-	}
+	apitest.PostTo(t, s.url, token, query, vars, &out)
 	return out
 }
 
