@@ -60,7 +60,7 @@ func (*sqliteDialect) busy(err error) bool { return sqliteBusy(err) }
 // sqliteStartNewFile), whatever quick_check finds; that comes first, as
 // quick_check may run out of time.
 func (*sqliteDialect) integrityCheck() string {
-	return `SELECT 'an import into this file did not finish (the process ended while loading): delete the file and import again'
+	return `SELECT '` + strings.ReplaceAll(unfinishedImport, "'", "''") + `'
 FROM pragma_user_version WHERE user_version = ` + strconv.Itoa(sqliteImportMark) + `
 UNION ALL SELECT * FROM pragma_quick_check`
 }

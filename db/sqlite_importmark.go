@@ -5,30 +5,23 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
-	"strings"
 )
 
 // unfinishedImport is what every opener says of a file whose import did
 // not finish.
 const unfinishedImport = "an import into this file did not finish (the process ended while loading): delete the file and import again"
 
-func (*sqliteDialect) refuseUnfinished(ctx context.Context, dsn string) error {
-	return refuseUnfinishedImport(ctx, dsn)
-}
-
-// refuseUnfinishedImport refuses the SQLite file of dsn when it still
-// carries the mark of an import that did not finish (see
-// startNewFile): its follow table may be half written, or written and
-// never checked. Every opener asks before anything else reads or changes
-// the file: Open (the server, migrate, import) before adoption and
-// migrations, and OpenGraph (export, and copy's source). The server's
-// start-up check also looks for the mark, but only after migrating, and
-// it gives up when quick_check runs out of time on a large file.
-func refuseUnfinishedImport(ctx context.Context, dsn string) error {
-	path := sqlitePath(dsn)
-	_, query, _ := strings.Cut(dsn, "?")
-	if path == "" || path == ":memory:" || strings.Contains(query, "mode=memory") {
-		return nil
+// refuseUnfinished refuses the SQLite file of dsn when it still carries
+// the mark of an import that did not finish (see startNewFile): its
+// follow table may be half written, or written and never checked. Every
+// opener asks before anything else reads or changes the file: Open (the
+// server, migrate, import) before adoption and migrations, and OpenGraph
+// (export, and copy's source). The server's start-up check also looks
+// for the mark (integrityCheck), but only after migrating.
+func (d *sqliteDialect) refuseUnfinished(ctx context.Context, dsn string) error {
+	path := d.filePath(dsn)
+	if path == "" {
+		return nil // in memory
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
 		return nil // no file yet, or a new one: nothing was imported into it
