@@ -265,15 +265,5 @@ func (s *Store) pages(ctx context.Context, kind listKind, qs []PageQuery) ([]Pag
 
 // scanBatch runs a batch statement and hands each row to scan.
 func (s *Store) scanBatch(ctx context.Context, text string, args []any, scan func(rows *rows) error) error {
-	rows, err := s.read().query(ctx, text, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := scan(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return scanRows(ctx, s.read(), text, scan, args...)
 }
