@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -92,10 +93,34 @@ func (*sqlserverDialect) rowLocks() (act, around lockClause) {
 }
 
 // lockEvents: an application lock held to the commit orders the event
-// Ids; other processes poll.
+// Ids (see events.go); other processes poll. sp_getapplock reports a lock
+// it did not grant only by its return code ("sp_getapplock
+// (Transact-SQL)": >= 0 success, -1 timed out, -2 canceled, -3 chosen as
+// deadlock victim, -999 parameter validation or other call error), and
+// "a deadlock with an application lock does not roll back the
+// transaction": a statement that ignored the code would go on to draw an
+// event Id without the lock, and a reader could pass it before it
+// commits. So the code is checked and a failure thrown as error
+// mssqlLockFailed minus the code, which classify reads. @LockTimeout
+// bounds the wait (its default is @@LOCK_TIMEOUT, -1, for ever) as
+// SQLite's busy_timeout bounds its wait for the write lock: the lock is
+// held only from a writer's event to its commit, so ten seconds is a
+// writer stuck, and the transaction is run again (errRetry). THROW needs
+// the statement before it ended with a semicolon, and takes its number
+// and message only as constants or variables ("THROW (Transact-SQL)").
 func (*sqlserverDialect) lockEvents() string {
-	return `EXEC sp_getapplock @Resource = N'FollowEvents', @LockMode = N'Exclusive', @LockOwner = N'Transaction'`
+	return `DECLARE @rc int;
+EXEC @rc = sp_getapplock @Resource = N'FollowEvents', @LockMode = N'Exclusive', @LockOwner = N'Transaction', @LockTimeout = ` + strconv.Itoa(eventLockTimeoutMS) + `;
+IF @rc < 0
+BEGIN
+    DECLARE @n int = ` + strconv.Itoa(mssqlLockFailed) + ` - @rc, @msg nvarchar(2048) = CONCAT(N'sp_getapplock on FollowEvents returned ', @rc);
+    THROW @n, @msg, 1;
+END;`
 }
+
+// eventLockTimeoutMS is how long, in milliseconds, a writer waits for the
+// event outbox's lock: SQLite's busy_timeout.
+const eventLockTimeoutMS = 10000
 
 // insertFollow uses OUTPUT ... INTO, because SQL Server refuses a bare
 // OUTPUT clause on a table with triggers (error 334), and Follows has the
@@ -248,16 +273,43 @@ func scanSQLServerTime(v any) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("unexpected time value %T", v)
 }
 
-// SQL Server error numbers the store acts on.
+// SQL Server error numbers the store acts on, with their texts as
+// "Database engine events and errors" gives them for SQL Server 2016.
 const (
-	mssqlDuplicateKey   = 2627 // PRIMARY KEY or UNIQUE constraint
-	mssqlDuplicateIndex = 2601 // unique index
-	mssqlConstraint     = 547  // CHECK or FOREIGN KEY constraint
-	mssqlDeadlock       = 1205 // chosen as deadlock victim
-	mssqlNoPage         = 1101 // no new page: the disk is full
-	mssqlFilegroupFull  = 1105 // the filegroup has no space left
-	mssqlLogFull        = 9002 // the transaction log is full
+	// Violation of %ls constraint '%.*ls'. Cannot insert duplicate key in
+	// object '%.*ls'. The duplicate key value is %ls.
+	mssqlDuplicateKey = 2627
+	// Cannot insert duplicate key row in object '%.*ls' with unique index
+	// '%.*ls'. The duplicate key value is %ls.
+	mssqlDuplicateIndex = 2601
+	// The %ls statement conflicted with the %ls constraint "%.*ls". The
+	// conflict occurred in database "%.*ls", table "%.*ls"%ls%.*ls%ls.
+	mssqlConstraint = 547
+	// Transaction (Process ID %d) was deadlocked on %.*ls resources with
+	// another process and has been chosen as the deadlock victim. Rerun
+	// the transaction.
+	mssqlDeadlock = 1205
+	// Snapshot isolation transaction aborted due to update conflict. ...
+	// Retry the transaction or change the isolation level for the
+	// update/delete statement. (The store uses no snapshot isolation; an
+	// app's session setting could.)
+	mssqlSnapshotConflict = 3960
+	mssqlNoPage           = 1101 // no new page: the disk is full
+	mssqlFilegroupFull    = 1105 // the filegroup has no space left
+	mssqlLogFull          = 9002 // the transaction log is full
+	// mssqlLockFailed minus sp_getapplock's return code is what
+	// lockEvents throws (THROW's numbers start at 50000).
+	mssqlLockFailed = 51000
 )
+
+// Not classified, on purpose: 1222 "Lock request time out period
+// exceeded." comes only from a session's SET LOCK_TIMEOUT, which the
+// store never sets; PostgreSQL's lock_not_available is not run again
+// either. 3609 "The transaction ended in the trigger. The batch has been
+// aborted." and 3616 "An error was raised during trigger execution. The
+// batch has been aborted and the user transaction, if any, has been
+// rolled back." only follow the error that says why: classify reads
+// every error of the batch (go-mssqldb's Error.All, first to last).
 
 func classifySQLServer(err error) error {
 	var me mssql.Error
@@ -268,33 +320,111 @@ func classifySQLServer(err error) error {
 		}
 		me = *pme
 	}
-	switch me.Number {
+	all := me.All
+	if len(all) == 0 {
+		all = []mssql.Error{me}
+	}
+	for _, e := range all {
+		if c := classifyMSSQLError(e, err); c != nil {
+			return c
+		}
+	}
+	return err
+}
+
+// classifyMSSQLError is what one of the errors a batch raised, e, says
+// of err; nil when it says nothing the store acts on. Constraint errors
+// are told apart by the constraint's or index's name, parsed from the
+// message's documented form, never by searching the whole message: a
+// duplicate key's message ends with the duplicate value, a user's name or
+// an identity provider's subject, which may spell any constraint's name.
+func classifyMSSQLError(e mssql.Error, err error) error {
+	switch e.Number {
 	case mssqlDuplicateKey, mssqlDuplicateIndex:
-		switch {
-		case strings.Contains(me.Message, "PK_Follows"), strings.Contains(me.Message, "PK_Blocks"):
+		switch duplicateKeyName(e) {
+		case "PK_Follows", "PK_Blocks":
 			// A concurrent follow of the same pair won: run the
 			// transaction again, and it finds the follow there.
 			return fmt.Errorf("%w: %w: %w", errRetry, errDuplicate, err)
-		case strings.Contains(me.Message, "IX_Users_Name"):
+		case "IX_Users_Name":
 			return fmt.Errorf("%w: %w", ErrNameTaken, err)
 		}
+		// IX_Users_ExternalId (a subject provisioned concurrently) is
+		// left as it is, as on the other dialects: ProvisionUser looks
+		// the subject up again. PK_Users is too: findDuplicate's
+		// savepoint statements are not T-SQL.
 	case mssqlConstraint:
+		kind, name := constraintConflict(e)
 		switch {
-		case strings.Contains(me.Message, "CK_Follows_NoSelfFollow"):
+		case kind == "CHECK" && name == "CK_Follows_NoSelfFollow":
 			return fmt.Errorf("%w: %w", ErrSelfFollow, err)
-		case strings.Contains(me.Message, "CK_Blocks_NoSelfBlock"):
+		case kind == "CHECK" && name == "CK_Blocks_NoSelfBlock":
 			return fmt.Errorf("%w: %w", ErrSelfBlock, err)
-		case strings.Contains(me.Message, "REFERENCE constraint"):
+		case kind == "REFERENCE":
 			// "The DELETE statement conflicted with the REFERENCE
-			// constraint": the delete side, whatever the statement.
+			// constraint": the delete side, whatever the statement,
+			// also when TR_Users_Delete's DELETE raised it (and, the
+			// trigger running with XACT_ABORT on, the server rolled
+			// the whole transaction back).
 			return stillReferenced(err)
-		case strings.Contains(me.Message, "FOREIGN KEY"):
+		case strings.HasPrefix(kind, "FOREIGN KEY"): // also FOREIGN KEY SAME TABLE
 			return foreignKeyViolation(err)
 		}
-	case mssqlDeadlock:
+	case mssqlDeadlock, mssqlSnapshotConflict:
+		return fmt.Errorf("%w: %w", errRetry, err)
+	case mssqlLockFailed + 1, mssqlLockFailed + 2, mssqlLockFailed + 3:
+		// The outbox's lock timed out, was canceled or lost a
+		// deadlock: nothing was written without it.
 		return fmt.Errorf("%w: %w", errRetry, err)
 	case mssqlNoPage, mssqlFilegroupFull, mssqlLogFull:
 		return fmt.Errorf("%w: %w", ErrStorageFull, err)
 	}
-	return err
+	return nil
+}
+
+// duplicateKeyName is the constraint (2627) or unique index (2601) a
+// duplicate key error names: the first quoted name after the message's
+// fixed opening. The object's name (ours) comes before it and the
+// duplicate value after it, so a value that spells a quote and a name
+// cannot move it. Empty when the message is not of the documented form.
+func duplicateKeyName(e mssql.Error) string {
+	var rest string
+	var ok bool
+	switch e.Number {
+	case mssqlDuplicateKey:
+		// Violation of PRIMARY KEY constraint 'PK_Follows'. Cannot ...
+		if _, rest, ok = strings.Cut(e.Message, "Violation of "); ok {
+			_, rest, ok = strings.Cut(rest, " constraint '")
+		}
+	case mssqlDuplicateIndex:
+		// Cannot insert duplicate key row in object 'dbo.Users' with
+		// unique index 'IX_Users_Name'. The duplicate key value is ...
+		if _, rest, ok = strings.Cut(e.Message, "Cannot insert duplicate key row in object '"); ok {
+			_, rest, ok = strings.Cut(rest, "' with unique index '")
+		}
+	}
+	if !ok {
+		return ""
+	}
+	name, _, ok := strings.Cut(rest, "'")
+	if !ok {
+		return ""
+	}
+	return name
+}
+
+// constraintMessage finds, in 547's documented text, the kind of
+// constraint (CHECK, FOREIGN KEY, FOREIGN KEY SAME TABLE, REFERENCE) and
+// its name. Only the statement's keyword comes before them, so the first
+// match is theirs; the database, table and column follow.
+var constraintMessage = regexp.MustCompile(`conflicted with the ([A-Z]+(?: [A-Z]+)*) constraint "([^"]*)"`)
+
+// constraintConflict is the kind and the name of the constraint a 547
+// names; empty when the message is not of the documented form.
+func constraintConflict(e mssql.Error) (kind, name string) {
+	m := constraintMessage.FindStringSubmatch(e.Message)
+	if m == nil {
+		return "", ""
+	}
+	return m[1], m[2]
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -98,5 +100,184 @@ func TestSQLServerCompatibilityLevel(t *testing.T) {
 	s := openSQLServer(t)
 	if err := checkCompatibilityLevel(context.Background(), s.db); err != nil {
 		t.Errorf("the test database: %v", err)
+	}
+}
+
+// The event outbox's lock is checked: sp_getapplock says it did not grant
+// a lock only by its return code ("sp_getapplock (Transact-SQL)": -1
+// timed out, -2 canceled, -3 chosen as deadlock victim, -999 a call
+// error; "a deadlock with an application lock does not roll back the
+// transaction"), and waits for ever by default (@@LOCK_TIMEOUT, -1). A
+// statement that ignored the code would let the writer draw an event Id
+// without the lock, and a reader move past it before it commits.
+func TestSQLServerEventLockChecksItsResult(t *testing.T) {
+	q := (&sqlserverDialect{}).lockEvents()
+	steps := []string{
+		"DECLARE @rc int;",
+		"EXEC @rc = sp_getapplock @Resource = N'FollowEvents', @LockMode = N'Exclusive', @LockOwner = N'Transaction', @LockTimeout = 10000;",
+		"IF @rc < 0",
+		"DECLARE @n int = 51000 - @rc, @msg nvarchar(2048) = CONCAT(N'sp_getapplock on FollowEvents returned ', @rc);",
+		"THROW @n, @msg, 1;",
+	}
+	at := 0
+	for _, step := range steps {
+		i := strings.Index(q[at:], step)
+		if i < 0 {
+			t.Fatalf("the event lock statement lacks %q after what comes before it:\n%s", step, q)
+		}
+		at += i + len(step)
+	}
+	// "The statement before the THROW statement must be followed by the
+	// semicolon (;) statement terminator." (THROW (Transact-SQL))
+	before := strings.TrimSpace(q[:strings.Index(q, "THROW")])
+	if !strings.HasSuffix(before, ";") {
+		t.Errorf("the statement before THROW does not end with a semicolon:\n%s", q)
+	}
+	if os.Getenv("MSSQL_DSN") == "" {
+		t.Log(sqlserverSkip + " (for a lock held elsewhere timing out)")
+		return
+	}
+	// Live: another transaction holds the lock; the statement waits its
+	// @LockTimeout, then fails with an error the store runs again.
+	s := openSQLServer(t)
+	ctx := context.Background()
+	holder, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback()
+	if _, err := holder.ExecContext(ctx, q); err != nil {
+		t.Fatalf("take the lock: %v", err)
+	}
+	waiter, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiter.Rollback()
+	_, err = waiter.ExecContext(ctx, q)
+	if got := classifySQLServer(err); !errors.Is(got, errRetry) {
+		t.Errorf("a lock that timed out: %v, want an error the store runs again", got)
+	}
+}
+
+// What lockEvents throws, as go-mssqldb returns it: THROW's severity is
+// 16, its number mssqlLockFailed minus sp_getapplock's return code.
+func TestClassifySQLServerEventLockFailure(t *testing.T) {
+	for rc, retried := range map[int]bool{-1: true, -2: true, -3: true, -999: false} {
+		e := mssql.Error{Number: int32(mssqlLockFailed - rc), Class: 16, State: 1,
+			Message: "sp_getapplock on FollowEvents returned " + strconv.Itoa(rc)}
+		got := classifySQLServer(fmt.Errorf("lock the event outbox: %w", e))
+		if errors.Is(got, errRetry) != retried {
+			t.Errorf("return code %d: classify = %v, run again %v, want %v", rc, got, errors.Is(got, errRetry), retried)
+		}
+	}
+}
+
+// Duplicate keys and constraint conflicts are told apart by the name the
+// message gives, in the forms "Database engine events and errors"
+// documents for SQL Server 2016:
+//
+//	2627 Violation of %ls constraint '%.*ls'. Cannot insert duplicate key in object '%.*ls'. The duplicate key value is %ls.
+//	2601 Cannot insert duplicate key row in object '%.*ls' with unique index '%.*ls'. The duplicate key value is %ls.
+//	547  The %ls statement conflicted with the %ls constraint "%.*ls". The conflict occurred in database "%.*ls", table "%.*ls"%ls%.*ls%ls.
+//
+// The duplicate value ends the message, and it is a user's name or an
+// identity provider's subject: whatever it spells, it is not the name.
+func TestClassifySQLServerByConstraintName(t *testing.T) {
+	nameRow := func(value string) string {
+		return "Cannot insert duplicate key row in object 'dbo.Users' with unique index 'IX_Users_Name'. The duplicate key value is (" + value + ")."
+	}
+	subjectRow := func(value string) string {
+		return "Cannot insert duplicate key row in object 'dbo.Users' with unique index 'IX_Users_ExternalId'. The duplicate key value is (" + value + ")."
+	}
+	tests := []struct {
+		name      string
+		err       mssql.Error
+		want      []error // the error must be each of these
+		wantNot   []error // and none of these
+		unchanged bool    // nothing the store acts on
+	}{
+		{name: "follow race", err: mssql.Error{Number: 2627, Message: "Violation of PRIMARY KEY constraint 'PK_Follows'. Cannot insert duplicate key in object 'dbo.Follows'. The duplicate key value is (1, 2)."},
+			want: []error{errRetry, errDuplicate}},
+		{name: "block race", err: mssql.Error{Number: 2627, Message: "Violation of PRIMARY KEY constraint 'PK_Blocks'. Cannot insert duplicate key in object 'dbo.Blocks'. The duplicate key value is (1, 2)."},
+			want: []error{errRetry, errDuplicate}},
+		{name: "name taken", err: mssql.Error{Number: 2601, Message: nameRow("alice")},
+			want: []error{ErrNameTaken}, wantNot: []error{errRetry}},
+		{name: "a user named PK_Follows whose name is taken", err: mssql.Error{Number: 2601, Message: nameRow("PK_Follows")},
+			want: []error{ErrNameTaken}, wantNot: []error{errRetry, errDuplicate}},
+		{name: "a user named PK_Blocks whose name is taken", err: mssql.Error{Number: 2601, Message: nameRow("PK_Blocks")},
+			want: []error{ErrNameTaken}, wantNot: []error{errRetry, errDuplicate}},
+		{name: "a subject IX_Users_Name provisioned twice", err: mssql.Error{Number: 2601, Message: subjectRow("IX_Users_Name")},
+			wantNot: []error{ErrNameTaken, errRetry}, unchanged: true},
+		{name: "a subject that spells another index", err: mssql.Error{Number: 2601, Message: subjectRow("x' with unique index 'IX_Users_Name")},
+			wantNot: []error{ErrNameTaken, errRetry}, unchanged: true},
+		{name: "a subject PK_Follows provisioned twice", err: mssql.Error{Number: 2601, Message: subjectRow("PK_Follows")},
+			wantNot: []error{errRetry, errDuplicate}, unchanged: true},
+		{name: "a name that spells the follows' key", err: mssql.Error{Number: 2601, Message: nameRow("a'. Violation of PRIMARY KEY constraint 'PK_Follows")},
+			want: []error{ErrNameTaken}, wantNot: []error{errRetry}},
+		{name: "self-follow", err: mssql.Error{Number: 547, Message: `The INSERT statement conflicted with the CHECK constraint "CK_Follows_NoSelfFollow". The conflict occurred in database "follows", table "dbo.Follows".`},
+			want: []error{ErrSelfFollow}},
+		{name: "self-block", err: mssql.Error{Number: 547, Message: `The INSERT statement conflicted with the CHECK constraint "CK_Blocks_NoSelfBlock". The conflict occurred in database "follows", table "dbo.Blocks".`},
+			want: []error{ErrSelfBlock}},
+		{name: "a user gone, in a database whose name spells the delete side", err: mssql.Error{Number: 547, Message: `The INSERT statement conflicted with the FOREIGN KEY constraint "FK_Follows_Users_FolloweeId". The conflict occurred in database "REFERENCE constraint", table "dbo.Users", column 'Id'.`},
+			want: []error{ErrNotFound}, wantNot: []error{ErrStillReferenced}},
+		{name: "another CHECK, in a database whose name spells ours", err: mssql.Error{Number: 547, Message: `The UPDATE statement conflicted with the CHECK constraint "CK_Posts_Length". The conflict occurred in database "CK_Follows_NoSelfFollow", table "dbo.Posts", column 'Body'.`},
+			wantNot: []error{ErrSelfFollow}, unchanged: true},
+		{name: "a self-referencing key", err: mssql.Error{Number: 547, Message: `The INSERT statement conflicted with the FOREIGN KEY SAME TABLE constraint "FK_Users_Users_InvitedById". The conflict occurred in database "follows", table "dbo.Users", column 'Id'.`},
+			want: []error{ErrNotFound}},
+		{name: "deadlock", err: mssql.Error{Number: 1205, Message: "Transaction (Process ID 52) was deadlocked on lock resources with another process and has been chosen as the deadlock victim. Rerun the transaction."},
+			want: []error{errRetry}},
+		{name: "snapshot update conflict", err: mssql.Error{Number: 3960, Message: "Snapshot isolation transaction aborted due to update conflict. You cannot use snapshot isolation to access table 'dbo.Users' directly or indirectly in database 'follows' to update, delete, or insert the row that has been modified or deleted by another transaction. Retry the transaction or change the isolation level for the update/delete statement."},
+			want: []error{errRetry}},
+		// SET LOCK_TIMEOUT is never set by the store; as PostgreSQL's
+		// lock_not_available, a lock timeout is not run again.
+		{name: "lock timeout", err: mssql.Error{Number: 1222, Message: "Lock request time out period exceeded."},
+			wantNot: []error{errRetry}, unchanged: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := classifySQLServer(tc.err)
+			for _, want := range tc.want {
+				if !errors.Is(got, want) {
+					t.Errorf("classify = %v, want %v", got, want)
+				}
+			}
+			for _, not := range tc.wantNot {
+				if errors.Is(got, not) {
+					t.Errorf("classify = %v, must not be %v", got, not)
+				}
+			}
+			if _, same := got.(mssql.Error); tc.unchanged && !same {
+				t.Errorf("classify = %v, want the driver's error as it was", got)
+			}
+		})
+	}
+}
+
+// A 547 raised inside TR_Users_Delete, the INSTEAD OF DELETE trigger, by
+// its DELETE of the user: the trigger runs with XACT_ABORT on ("SET
+// XACT_ABORT (Transact-SQL)": "ON is the default setting in a trigger"),
+// so the server rolls back the caller's whole transaction. DeleteUser still
+// answers that rows refer to the user (run again, then told), also when
+// the batch's last error is the trigger's own notice, which go-mssqldb
+// puts in Number, the earlier errors in All:
+//
+//	3609 The transaction ended in the trigger. The batch has been aborted.
+//	3616 An error was raised during trigger execution. The batch has been aborted and the user transaction, if any, has been rolled back.
+func TestClassifySQLServerErrorInsideTrigger(t *testing.T) {
+	ref := mssql.Error{Number: 547, Class: 16, ProcName: "TR_Users_Delete",
+		Message: `The DELETE statement conflicted with the REFERENCE constraint "FK_Posts_Users_AuthorId". The conflict occurred in database "follows", table "dbo.Posts", column 'AuthorId'.`}
+	for _, last := range []mssql.Error{
+		{Number: 3609, Class: 16, Message: "The transaction ended in the trigger. The batch has been aborted."},
+		{Number: 3616, Class: 16, Message: "An error was raised during trigger execution. The batch has been aborted and the user transaction, if any, has been rolled back."},
+	} {
+		batch := last
+		batch.All = []mssql.Error{ref, last}
+		for name, err := range map[string]error{"the trigger's error": ref, "the batch's errors": batch} {
+			got := classifySQLServer(deleteError{fmt.Errorf("delete user 1: %w", err)})
+			if !errors.Is(got, ErrStillReferenced) || !errors.Is(got, errRetry) {
+				t.Errorf("%s ending with %d: classify = %v, want ErrStillReferenced, run again", name, last.Number, got)
+			}
+		}
 	}
 }
