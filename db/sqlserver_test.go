@@ -281,3 +281,36 @@ func TestClassifySQLServerErrorInsideTrigger(t *testing.T) {
 		}
 	}
 }
+
+// The store's sessions have the SET options that DML on a table with a
+// filtered index needs (IX_Users_ExternalId, migration 7): "SET options
+// with required values" in "CREATE INDEX (Transact-SQL)": ANSI_NULLS,
+// ANSI_PADDING, ANSI_WARNINGS, CONCAT_NULL_YIELDS_NULL, QUOTED_IDENTIFIER
+// ON and NUMERIC_ROUNDABORT OFF (ARITHABORT follows ANSI_WARNINGS at
+// compatibility level 90 and up); otherwise every write to Users fails
+// with Msg 1934. The store sets none of them: go-mssqldb logs in with the
+// ODBC flag, and the server gives the session its ODBC defaults. And
+// XACT_ABORT is off, so an error ends only its statement outside
+// triggers (the store rolls back itself). Only a live server can say.
+func TestSQLServerSessionOptions(t *testing.T) {
+	if os.Getenv("MSSQL_DSN") == "" {
+		t.Skip(sqlserverSkip + " (for the session's SET options)")
+	}
+	s := openSQLServer(t)
+	var quoted, nulls, padding, warnings, concat, roundabort, xactAbort int
+	err := s.rawQueryRow(`SELECT CAST(SESSIONPROPERTY('QUOTED_IDENTIFIER') AS int), CAST(SESSIONPROPERTY('ANSI_NULLS') AS int),
+CAST(SESSIONPROPERTY('ANSI_PADDING') AS int), CAST(SESSIONPROPERTY('ANSI_WARNINGS') AS int),
+CAST(SESSIONPROPERTY('CONCAT_NULL_YIELDS_NULL') AS int), CAST(SESSIONPROPERTY('NUMERIC_ROUNDABORT') AS int),
+CASE WHEN @@OPTIONS & 16384 = 16384 THEN 1 ELSE 0 END`).Scan(&quoted, &nulls, &padding, &warnings, &concat, &roundabort, &xactAbort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string][2]int{
+		"QUOTED_IDENTIFIER": {quoted, 1}, "ANSI_NULLS": {nulls, 1}, "ANSI_PADDING": {padding, 1}, "ANSI_WARNINGS": {warnings, 1},
+		"CONCAT_NULL_YIELDS_NULL": {concat, 1}, "NUMERIC_ROUNDABORT": {roundabort, 0}, "XACT_ABORT": {xactAbort, 0},
+	} {
+		if got[0] != got[1] {
+			t.Errorf("the session's %s is %d, want %d", name, got[0], got[1])
+		}
+	}
+}
