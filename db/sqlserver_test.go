@@ -314,3 +314,33 @@ CASE WHEN @@OPTIONS & 16384 = 16384 THEN 1 ELSE 0 END`).Scan(&quoted, &nulls, &p
 		}
 	}
 }
+
+// Names and subjects that spell a constraint's name are values like any
+// other: a taken name named PK_Follows is a taken name (not a follow race
+// run again and then INTERNAL), and a second account for a subject named
+// IX_Users_Name is refused as a duplicate subject, not as a taken name.
+// On every dialect there is a database for; the classification of SQL
+// Server's messages is TestClassifySQLServerByConstraintName.
+func TestDuplicatesNamedLikeConstraints(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		if _, err := s.CreateUser(ctx, "PK_Follows"); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.CreateUser(ctx, "PK_Follows")
+		if !errors.Is(err, ErrNameTaken) || errors.Is(err, errRetry) {
+			t.Errorf("sign up as a taken name PK_Follows: %v, want ErrNameTaken", err)
+		}
+		if _, err := s.ProvisionUser(ctx, "IX_Users_Name", "first"); err != nil {
+			t.Fatal(err)
+		}
+		// What a replica that lost the provisioning race meets.
+		_, err = s.createExternal(ctx, "IX_Users_Name", "second")
+		if err == nil || errors.Is(err, ErrNameTaken) || errors.Is(err, errRetry) {
+			t.Errorf("a second account for subject IX_Users_Name: %v, want a duplicate-subject error", err)
+		}
+		if _, err := s.UserByName(ctx, "second"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("the refused account exists: %v", err)
+		}
+	})
+}
