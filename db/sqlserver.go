@@ -403,14 +403,48 @@ func duplicateKeyName(e mssql.Error) string {
 			_, rest, ok = strings.Cut(rest, "' with unique index '")
 		}
 	}
-	if !ok {
-		return ""
+	if ok {
+		if name, _, ok := strings.Cut(rest, "'"); ok {
+			return name
+		}
 	}
-	name, _, ok := strings.Cut(rest, "'")
-	if !ok {
-		return ""
+	// Not the English text: the login's default language (the server's
+	// default language for new logins) translates the message, and
+	// go-mssqldb asks for no language. Each translation still names the
+	// constraint before it gives the value in its last sentence, so the
+	// name is the store's key name found first, whole.
+	return firstName(e.Message, duplicateKeyNames)
+}
+
+// duplicateKeyNames are the keys whose duplicates the store tells apart,
+// IX_Users_ExternalId among them so that a subject spelling another name
+// after it is not taken for that name.
+var duplicateKeyNames = []string{"PK_Follows", "PK_Blocks", "IX_Users_Name", "IX_Users_ExternalId"}
+
+// firstName is the one of names that occurs first in msg as a whole word
+// (not inside a longer name such as IX_Users_Name2); empty when none does.
+func firstName(msg string, names []string) string {
+	best, at := "", len(msg)
+	for _, name := range names {
+		for from := 0; from < at; {
+			i := strings.Index(msg[from:], name)
+			if i < 0 {
+				break
+			}
+			i += from
+			end := i + len(name)
+			if i < at && (i == 0 || !isNameByte(msg[i-1])) && (end == len(msg) || !isNameByte(msg[end])) {
+				best, at = name, i
+				break
+			}
+			from = i + 1
+		}
 	}
-	return name
+	return best
+}
+
+func isNameByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z'
 }
 
 // constraintMessage finds, in 547's documented text, the kind of
@@ -422,9 +456,20 @@ var constraintMessage = regexp.MustCompile(`conflicted with the ([A-Z]+(?: [A-Z]
 // constraintConflict is the kind and the name of the constraint a 547
 // names; empty when the message is not of the documented form.
 func constraintConflict(e mssql.Error) (kind, name string) {
-	m := constraintMessage.FindStringSubmatch(e.Message)
-	if m == nil {
-		return "", ""
+	if m := constraintMessage.FindStringSubmatch(e.Message); m != nil {
+		return m[1], m[2]
 	}
-	return m[1], m[2]
+	// A translated message (see duplicateKeyName): the statement and the
+	// kind are the engine's keywords, left untranslated, and a 547 holds
+	// no value, only the constraint's, database's, table's and column's
+	// names.
+	for _, k := range []string{"FOREIGN KEY SAME TABLE", "FOREIGN KEY", "REFERENCE", "CHECK"} {
+		if strings.Contains(e.Message, k) {
+			return k, firstName(e.Message, checkNames)
+		}
+	}
+	return "", ""
 }
+
+// checkNames are the CHECK constraints the store tells apart.
+var checkNames = []string{"CK_Follows_NoSelfFollow", "CK_Blocks_NoSelfBlock"}

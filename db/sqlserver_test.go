@@ -344,3 +344,43 @@ func TestDuplicatesNamedLikeConstraints(t *testing.T) {
 		}
 	})
 }
+
+// A login whose default language is not English gets SQL Server's
+// messages translated (go-mssqldb asks for no language, so the login's
+// default, which a non-English install gives new logins, applies). The
+// texts below are NOT quoted from SQL Server: they stand for any
+// translation that, as the English text does, names the key before the
+// duplicate value of its last sentence, and keeps the 547's keywords.
+func TestClassifySQLServerTranslatedMessages(t *testing.T) {
+	tests := []struct {
+		name    string
+		msg     string
+		number  int32
+		want    error
+		wantNot error
+	}{
+		{"name taken, value spelling the follows' key", "Zeile mit doppeltem Schlüssel im Objekt dbo.Users mit dem eindeutigen Index IX_Users_Name. Doppelter Schlüsselwert: (PK_Follows).", 2601, ErrNameTaken, errRetry},
+		{"subject taken, value spelling the name index", "Zeile mit doppeltem Schlüssel im Objekt dbo.Users mit dem eindeutigen Index IX_Users_ExternalId. Doppelter Schlüsselwert: (IX_Users_Name).", 2601, nil, ErrNameTaken},
+		{"follow race", "Verletzung der PRIMARY KEY-Einschränkung PK_Follows. Objekt dbo.Follows. Doppelter Schlüsselwert: (1, 2).", 2627, errRetry, ErrNameTaken},
+		{"an app's index whose name starts like ours", "Zeile mit doppeltem Schlüssel im Objekt dbo.Users mit dem eindeutigen Index IX_Users_Name2. Doppelter Schlüsselwert: (x).", 2601, nil, ErrNameTaken},
+		{"delete side", `Die DELETE-Anweisung steht in Konflikt mit der REFERENCE-Einschränkung "FK_Posts_Users_AuthorId".`, 547, ErrStillReferenced, ErrNotFound},
+		{"insert side", `Die INSERT-Anweisung steht in Konflikt mit der FOREIGN KEY-Einschränkung "FK_Follows_Users_FolloweeId".`, 547, ErrNotFound, ErrStillReferenced},
+		{"self-follow", `Die INSERT-Anweisung steht in Konflikt mit der CHECK-Einschränkung "CK_Follows_NoSelfFollow".`, 547, ErrSelfFollow, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := classifySQLServer(mssql.Error{Number: tc.number, Message: tc.msg})
+			if tc.want != nil && !errors.Is(got, tc.want) {
+				t.Errorf("classify = %v, want %v", got, tc.want)
+			}
+			if tc.want == nil {
+				if _, same := got.(mssql.Error); !same {
+					t.Errorf("classify = %v, want the driver's error as it was", got)
+				}
+			}
+			if tc.wantNot != nil && errors.Is(got, tc.wantNot) {
+				t.Errorf("classify = %v, must not be %v", got, tc.wantNot)
+			}
+		})
+	}
+}
