@@ -410,9 +410,12 @@ func duplicateKeyName(e mssql.Error) string {
 	}
 	// Not the English text: the login's default language (the server's
 	// default language for new logins) translates the message, and
-	// go-mssqldb asks for no language. Each translation still names the
-	// constraint before it gives the value in its last sentence, so the
-	// name is the store's key name found first, whole.
+	// go-mssqldb asks for no language. The name is then taken to be the
+	// store's key name found first, whole: that assumes a translation,
+	// like the English text, names the key before it gives the value,
+	// which is not verified (the translations are in sys.messages, not
+	// in the documentation). Setting the login's default language to
+	// us_english makes the message the documented one.
 	return firstName(e.Message, duplicateKeyNames)
 }
 
