@@ -291,8 +291,9 @@ const (
 	mssqlDeadlock = 1205
 	// Snapshot isolation transaction aborted due to update conflict. ...
 	// Retry the transaction or change the isolation level for the
-	// update/delete statement. (The store uses no snapshot isolation; an
-	// app's session setting could.)
+	// update/delete statement. Only SNAPSHOT isolation raises it, which
+	// the store's transactions do not use (READ_COMMITTED_SNAPSHOT does
+	// not); run again as PostgreSQL's serialization failure is.
 	mssqlSnapshotConflict = 3960
 	mssqlNoPage           = 1101 // no new page: the disk is full
 	mssqlFilegroupFull    = 1105 // the filegroup has no space left
