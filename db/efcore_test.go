@@ -959,3 +959,39 @@ func TestEFCoreModelNames(t *testing.T) {
 		}
 	}
 }
+
+// The column details the EF Core model must repeat so that an app's
+// migrations find nothing to change, read from the migrations themselves
+// so that a new migration the model lags behind fails here: every
+// collation SQL Server's give a column (UseCollation), every width of an
+// nvarchar column (HasMaxLength), and PostgreSQL's GENERATED ALWAYS
+// identities (UseIdentityAlwaysColumn; Npgsql's default is BY DEFAULT).
+func TestEFCoreModelColumns(t *testing.T) {
+	src, err := os.ReadFile("../docs/efcore/FollowsContext.cs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := string(src)
+	script := func(dialect string) string {
+		s, err := SchemaScript(dialect)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return regexp.MustCompile(`--[^\n]*`).ReplaceAllString(s, "")
+	}
+	sqlserver := script("sqlserver")
+	for _, m := range regexp.MustCompile(`(?i)\bCOLLATE\s+(\w+)`).FindAllStringSubmatch(sqlserver, -1) {
+		if want := `UseCollation("` + m[1] + `")`; !strings.Contains(model, want) {
+			t.Errorf("a SQL Server migration gives a column COLLATE %s; the model lacks %s", m[1], want)
+		}
+	}
+	for _, m := range regexp.MustCompile(`\[(\w+)\]\s+nvarchar\((\d+)\)`).FindAllStringSubmatch(sqlserver, -1) {
+		if want := "HasMaxLength(" + m[2] + ")"; !strings.Contains(model, want) {
+			t.Errorf("a SQL Server migration makes %s nvarchar(%s); the model has no %s", m[1], m[2], want)
+		}
+	}
+	always := len(regexp.MustCompile(`(?i)GENERATED\s+ALWAYS\s+AS\s+IDENTITY`).FindAllString(script("postgres"), -1))
+	if got := strings.Count(model, "UseIdentityAlwaysColumn()"); got != always {
+		t.Errorf("the PostgreSQL migrations make %d GENERATED ALWAYS identity columns; the model declares %d UseIdentityAlwaysColumn()", always, got)
+	}
+}
