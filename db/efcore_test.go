@@ -995,3 +995,92 @@ func TestEFCoreModelColumns(t *testing.T) {
 		t.Errorf("the PostgreSQL migrations make %d GENERATED ALWAYS identity columns; the model declares %d UseIdentityAlwaysColumn()", always, got)
 	}
 }
+
+// Finding 4 of the SQL Server review, as an EF Core app meets it: the app
+// deletes, in a transaction of its own, a user that a table of its own
+// still refers to, after writing something else in that transaction. The
+// foreign key refuses the delete on every dialect; what is left of the
+// transaction differs, and docs/efcore/porting.md tells the app so:
+//
+//   - SQLite: the failed statement alone is undone; the transaction and
+//     its earlier write go on, as with the article's plain schema.
+//   - PostgreSQL: any error aborts the transaction; its later statements
+//     fail (SQLSTATE 25P02) until it is rolled back.
+//   - SQL Server: the 547 is raised inside TR_Users_Delete, the INSTEAD OF
+//     DELETE trigger, where XACT_ABORT is on ("SET XACT_ABORT
+//     (Transact-SQL)": "OFF is the default setting in a T-SQL statement,
+//     while ON is the default setting in a trigger"; "When SET XACT_ABORT
+//     is ON, if a Transact-SQL statement raises a run-time error, the
+//     entire transaction is terminated and rolled back"). The earlier
+//     write is gone at once, before the app rolls back. With the
+//     article's schema (no trigger) the 547 would have ended only the
+//     statement.
+func TestEFCoreFailedUserDeleteInTransaction(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		a, err := s.CreateUser(ctx, "author")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.rawExec(`CREATE TABLE Posts (Id int NOT NULL PRIMARY KEY, AuthorId int NOT NULL REFERENCES Users (Id))`); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.rawExec(`DROP TABLE Posts`) })
+		if _, err := s.rawExec(`INSERT INTO Posts (Id, AuthorId) VALUES (1, ?)`, a.ID); err != nil {
+			t.Fatal(err)
+		}
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		// The app's earlier write in its transaction.
+		if _, err := tx.ExecContext(ctx, s.d.rebind(`INSERT INTO Users (Name) VALUES ('bystander')`)); err != nil {
+			t.Fatal(err)
+		}
+		// EF Core's Remove, as it sends it (efWritesFor's deleteUser).
+		ef := efWritesFor[s.d.name()].deleteUser
+		q, args := ef.stmts[0], []any{sql.Named("p0", a.ID)}
+		switch s.d.name() {
+		case "postgres":
+			args = []any{a.ID}
+		case "sqlserver":
+			q, args = spExecuteSQL(q, ef.decl, ef.params, []any{a.ID})
+		}
+		_, err = tx.ExecContext(ctx, q, args...)
+		if err == nil {
+			t.Fatalf("%s\n-> deleted a user a post refers to", ef.stmts[0])
+		}
+		var bystanders int
+		switch s.d.name() {
+		case "sqlite":
+			if err := tx.QueryRowContext(ctx, s.d.rebind(`SELECT COUNT(*) FROM Users WHERE Name = 'bystander'`)).Scan(&bystanders); err != nil || bystanders != 1 {
+				t.Errorf("after the refused delete the transaction's earlier write reads %d (%v), want 1: SQLite undoes the statement alone", bystanders, err)
+			}
+			if err := tx.Commit(); err != nil {
+				t.Errorf("commit after the refused delete: %v", err)
+			}
+		case "postgres":
+			if err := tx.QueryRowContext(ctx, s.d.rebind(`SELECT COUNT(*) FROM Users WHERE Name = 'bystander'`)).Scan(&bystanders); err == nil || !strings.Contains(err.Error(), "25P02") {
+				t.Errorf("a statement after the refused delete: %v, want 25P02 (the transaction is aborted)", err)
+			}
+		case "sqlserver":
+			var me mssql.Error
+			got547 := errors.As(err, &me) && me.Number == 547
+			for _, e := range me.All {
+				got547 = got547 || e.Number == 547
+			}
+			if !got547 {
+				t.Errorf("the refused delete: %v, want error 547", err)
+			}
+			// Read past locks from another session: a live transaction
+			// would still hold its uncommitted bystander.
+			if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM Users WITH (NOLOCK) WHERE Name = 'bystander'`).Scan(&bystanders); err != nil || bystanders != 0 {
+				t.Errorf("after the 547 inside TR_Users_Delete the transaction's earlier write still reads %d (%v), want 0: the whole transaction rolled back", bystanders, err)
+			}
+		}
+		if _, err := s.UserByName(ctx, "author"); err != nil {
+			t.Errorf("the user is gone after the refused delete: %v", err)
+		}
+	})
+}
