@@ -1,7 +1,7 @@
 // The entities of the article's follower model, as the follows server's
-// schema holds them (db/migrations/<dialect>/, migrations 1 to 7). The same
-// classes serve SQLite, SQL Server and PostgreSQL (Npgsql); what differs
-// per provider is in FollowsContext.OnModelCreating.
+// schema holds them after every migration in db/migrations/<dialect>/.
+// The same classes serve SQLite, SQL Server and PostgreSQL (Npgsql); what
+// differs per provider is in FollowsContext.OnModelCreating.
 namespace Follows.Model;
 
 public class User

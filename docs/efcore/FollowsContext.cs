@@ -1,8 +1,10 @@
-// The model of the follows server's schema (migrations 1 to 7), for an EF
-// Core 8/9 app that shares the database with the server. Names of tables,
-// keys, constraints and indexes are exactly those the migrations create, so
+// The model of the follows server's schema, as every migration in
+// db/migrations/<dialect>/ leaves it, for an EF Core 11 app (10 works the
+// same) that shares the database with the server. Names of tables, keys,
+// constraints and indexes are exactly those the migrations create, so
 // `dotnet ef migrations add` finds nothing to change. Where the providers
-// differ, the branch says why.
+// differ, the branch says why. Porting the article's app onto it, step by
+// step: porting.md.
 using Microsoft.EntityFrameworkCore;
 using Microsoft.EntityFrameworkCore.Metadata;
 using Microsoft.EntityFrameworkCore.Metadata.Builders;
@@ -41,12 +43,16 @@ public class FollowsContext(DbContextOptions<FollowsContext> options) : DbContex
             u.ToTable("Users", t =>
             {
                 // SQL Server: INSTEAD OF DELETE (migration 6) removes the
-                // user's blocks and the follows of it, then the user. With
-                // the trigger declared, EF Core writes INSERT/DELETE
-                // followed by SELECT ... @@ROWCOUNT rather than OUTPUT,
-                // which SQL Server refuses on a table with triggers
-                // (error 334). SQLite and PostgreSQL: BEFORE DELETE, the
-                // same job (and TR_Users_SecurityStamp on SQLite).
+                // user's blocks and the follows of it, then the user. SQL
+                // Server refuses OUTPUT without INTO on a table with an
+                // enabled trigger for the statement's action (error 334),
+                // so EF Core's DELETE ... OUTPUT 1 would fail here (its
+                // INSERT ... OUTPUT would not: there is no INSERT trigger).
+                // HasTrigger is per table, not per action: with it, EF
+                // Core writes INSERT/DELETE followed by SELECT ...
+                // @@ROWCOUNT for every write to Users. SQLite and
+                // PostgreSQL: BEFORE DELETE, the same job (and
+                // TR_Users_SecurityStamp on SQLite).
                 t.HasTrigger("TR_Users_Delete");
                 if (sqlite)
                 {
@@ -59,15 +65,27 @@ public class FollowsContext(DbContextOptions<FollowsContext> options) : DbContex
                 }
             });
             u.HasKey(x => x.Id).HasName("PK_Users");
+            // SQL Server: nvarchar(450) (900 bytes: EF Core's own width
+            // for an indexed string, under the 1,700-byte key limit of a
+            // nonclustered index; nvarchar(max) cannot be a key at all),
+            // with a case-insensitive collation of its own whatever the
+            // database's default, so that IX_Users_Name refuses "Alice"
+            // beside "alice" (migration 11; adoption alters an
+            // nvarchar(max) Name to this after checking its lengths and
+            // duplicates). SQLite and PostgreSQL keep TEXT/text, which an
+            // index takes as it is.
             if (sqlServer)
-                u.Property(x => x.Name).HasMaxLength(450); // nvarchar(450)
-            // Unique without regard to case. SQL Server: its default
-            // collation does that. SQLite: the index is on
+                u.Property(x => x.Name).HasMaxLength(450).UseCollation("Latin1_General_100_CI_AS");
+            // Unique without regard to case. SQL Server: the column's
+            // collation above does that. SQLite: the index is on
             // "Name" COLLATE NOCASE; PostgreSQL: on lower("Name"). EF Core
             // cannot say either (an index on an expression or with its
             // own collation): the model declares the unique index by
             // name, and any migration that would rebuild it must use
-            // migrationBuilder.Sql with the server's DDL.
+            // migrationBuilder.Sql with the server's DDL. Migration 11 also
+            // sets LOCK_ESCALATION = DISABLE on Users (a table option EF
+            // Core does not model; a migration that rebuilds Users loses
+            // it).
             u.HasIndex(x => x.Name).IsUnique().HasDatabaseName("IX_Users_Name");
 
             // Unique where set: a filtered index (EF Core adds the filter
@@ -101,10 +119,13 @@ public class FollowsContext(DbContextOptions<FollowsContext> options) : DbContex
             // SQL Server: the defaults' constraints are named
             // DF_Users_FollowerCount, DF_Users_FollowingCount and
             // DF_Users_SecurityStamp (DF_Follows_Muted and
-            // DF_Follows_NotificationsEnabled on Follows). EF Core 8/9
-            // cannot name a default constraint; a migration that changes
-            // one of these defaults must drop it by that name with
-            // migrationBuilder.Sql first.
+            // DF_Follows_NotificationsEnabled on Follows), but the
+            // CreatedAt defaults of Follows and Blocks have the names SQL
+            // Server made up. EF Core 10's UseNamedDefaultConstraints()
+            // would name every default DF_<table>_<column>, which those
+            // two do not match, so the model leaves the names to the
+            // database: a migration that changes one of these defaults
+            // must drop it by its name with migrationBuilder.Sql first.
             if (sqlite)
                 u.Property(x => x.DeactivatedAt).HasColumnType("TEXT");
 
@@ -123,6 +144,9 @@ public class FollowsContext(DbContextOptions<FollowsContext> options) : DbContex
             {
                 t.HasCheckConstraint("CK_Follows_NoSelfFollow",
                     npgsql ? "\"FollowerId\" <> \"FolloweeId\"" : "FollowerId <> FolloweeId");
+                // SQL Server: TR_Follows_Counts is AFTER INSERT, UPDATE,
+                // DELETE, so every OUTPUT-without-INTO write EF Core would
+                // otherwise send to Follows is refused (error 334).
                 if (sqlServer || npgsql)
                     t.HasTrigger("TR_Follows_Counts");
                 else
@@ -200,6 +224,10 @@ public class FollowsContext(DbContextOptions<FollowsContext> options) : DbContex
             e.ToTable("FollowEvents");
             e.HasKey(x => x.Id).HasName("PK_FollowEvents");
             e.Property(x => x.Id).ValueGeneratedOnAdd();
+            // PostgreSQL: "Id" bigint GENERATED ALWAYS AS IDENTITY
+            // (migration 8), where Npgsql's default is BY DEFAULT.
+            if (npgsql)
+                e.Property(x => x.Id).UseIdentityAlwaysColumn();
             e.HasIndex(x => x.At).HasDatabaseName("IX_FollowEvents_At");
         });
 

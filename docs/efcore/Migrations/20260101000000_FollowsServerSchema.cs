@@ -1,12 +1,17 @@
 // The migration an EF Core app adds when it moves from the convention
 // mapping (User.Followers/User.Following with no join entity, table
 // UserUser(FollowersId, FollowingId)) to the model of FollowsContext.cs,
-// which the follows server's schema matches.
+// which the follows server's schema matches. An app with the explicit
+// Follow entity adds the same migration with an empty Up and Down; the
+// steps around it for both: ../porting.md.
 //
 // How to add it: replace the model with Entities.cs and FollowsContext.cs,
 // run `dotnet ef migrations add FollowsServerSchema`, and replace the Up
 // and Down that EF Core scaffolds (DropTable("UserUser") and
-// CreateTable("Follows"): every follow lost) with these. Keep the
+// CreateTable("Follows"): every follow lost; the counters, Blocks and the
+// rest, which the server's migrations create) with these. EF Core has no
+// option to add a migration without its operations (EF6's -IgnoreChanges
+// has no EF Core counterpart). Keep the
 // scaffolded .Designer.cs and the model snapshot: they are the model.
 //
 // Then, either order:
@@ -18,7 +23,7 @@
 //     applied, which is what EF Core itself writes after running one:
 //
 //       INSERT INTO "__EFMigrationsHistory" ("MigrationId", "ProductVersion")
-//       VALUES ('20260101000000_FollowsServerSchema', '8.0.11');
+//       VALUES ('20260101000000_FollowsServerSchema', '11.0.0');
 //
 //     (SQL Server: [__EFMigrationsHistory], N'...'; the ProductVersion is
 //     your EF Core version.) `dotnet ef migrations list` then shows it
