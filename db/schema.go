@@ -40,11 +40,13 @@ var scriptFrames = map[string]scriptFrame{
 	// sqlite3 goes on after a failed statement, and SQLite undoes only
 	// that statement, so COMMIT would keep the rest: -bail ("stop after
 	// hitting an error") ends the shell instead, and closing a connection
-	// rolls its open transaction back.
+	// rolls its open transaction back. The umask makes the file its
+	// owner's only, as the server makes a new one (createSQLiteFile).
 	"sqlite": {
 		run: `-- Run it once, on a new database file, with the sqlite3 shell:
---   sqlite3 -bail follows.db < schema.sql
--- (-bail: the first error ends the shell, and the transaction is rolled back.)`,
+--   (umask 077; sqlite3 -bail follows.db < schema.sql)
+-- (-bail: the first error ends the shell, and the transaction is rolled
+-- back; umask 077: the file is its owner's only, as the server makes it.)`,
 		begin: "BEGIN;", commit: "COMMIT;",
 	},
 	// After a failed statement PostgreSQL refuses every other one in the
