@@ -20,7 +20,11 @@ var allDialects = []dialect{&sqliteDialect{}, &sqlserverDialect{}, &postgresDial
 
 // scriptBatches is a dialect whose tools run a script in batches, each
 // ended by a line of its own (SQL Server's GO): SchemaScript ends each
-// statement with one.
+// statement with one. On SQL Server a statement must be a batch of its
+// own ("Batches", Rules for Using Batches: CREATE TRIGGER and others
+// "cannot be combined with other statements in a batch", and "A table
+// cannot be changed and then the new columns referenced in the same
+// batch", which migration 2 does: it adds FollowerCount, then fills it).
 type scriptBatches interface {
 	batchSeparator() string
 }
