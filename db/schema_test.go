@@ -2,9 +2,12 @@ package db
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -379,4 +382,98 @@ UNION ALL SELECT 'trigger ' || pg_get_triggerdef(oid) FROM pg_trigger WHERE NOT 
 UNION ALL SELECT 'function ' || proname || ' ' || md5(prosrc) FROM pg_proc WHERE pronamespace = current_schema()::regnamespace
 UNION ALL SELECT 'goose ' || version_id || ' ' || is_applied FROM goose_db_version`)
 	requireCurrent(t, s)
+}
+
+// The SQL Server script, sent batch by batch on one session that starts
+// as classic sqlcmd's does (QUOTED_IDENTIFIER OFF), makes a database the
+// server then starts on without adopting or migrating anything, its
+// triggers stored with QUOTED_IDENTIFIER and ANSI_NULLS ON. Live only: it
+// needs MSSQL_DSN, a login that may create databases.
+func TestSQLServerScriptThenServer(t *testing.T) {
+	base := os.Getenv("MSSQL_DSN")
+	if base == "" {
+		t.Skip("SKIPPED: running the printed SQL Server schema as sqlcmd does needs MSSQL_DSN (a login that may create databases); its SQLite and PostgreSQL twins ran")
+	}
+	ctx := context.Background()
+	dsn := newSQLServerDatabase(t, base)
+	script, err := SchemaScript("sqlserver")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlserver", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	conn, err := raw.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without arguments go-mssqldb sends each batch as it is, as sqlcmd
+	// does, and the session keeps what a batch SETs.
+	if _, err := conn.ExecContext(ctx, "SET QUOTED_IDENTIFIER OFF"); err != nil {
+		t.Fatal(err)
+	}
+	for i, batch := range strings.Split(script, "\nGO\n") {
+		if withoutCommentLines(batch) == "" {
+			continue
+		}
+		if _, err := conn.ExecContext(ctx, batch); err != nil {
+			t.Fatalf("batch %d: %v\n%s", i+1, err, batch)
+		}
+	}
+	conn.Close()
+	rows, err := raw.QueryContext(ctx, `SELECT OBJECT_NAME(object_id) FROM sys.sql_modules
+WHERE OBJECTPROPERTY(object_id, 'IsTrigger') = 1 AND (uses_ansi_nulls = 0 OR uses_quoted_identifier = 0)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		t.Errorf("trigger %s is stored without ANSI_NULLS or QUOTED_IDENTIFIER ON", name)
+	}
+	rows.Close()
+	s, err := Open(ctx, dsn)
+	if err != nil {
+		t.Fatalf("start on the script's database: %v", err)
+	}
+	defer s.Close()
+	requireCurrent(t, s)
+}
+
+// newSQLServerDatabase makes a new database on the server base (a
+// sqlserver:// URL) names, dropped when the test ends, and returns its
+// DSN.
+func newSQLServerDatabase(t *testing.T, base string) string {
+	t.Helper()
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("MSSQL_DSN: %v", err)
+	}
+	admin, err := sql.Open("sqlserver", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 8)
+	rand.Read(b)
+	name := "follows_schema_" + hex.EncodeToString(b)
+	// A database name cannot be a parameter; this one is ours.
+	if _, err := admin.Exec("CREATE DATABASE [" + name + "]"); err != nil {
+		admin.Close()
+		t.Fatalf("create a test database: %v", err)
+	}
+	t.Cleanup(func() {
+		defer admin.Close()
+		admin.Exec("ALTER DATABASE [" + name + "] SET SINGLE_USER WITH ROLLBACK IMMEDIATE")
+		if _, err := admin.Exec("DROP DATABASE [" + name + "]"); err != nil {
+			t.Errorf("drop test database %s: %v", name, err)
+		}
+	})
+	q := u.Query()
+	q.Set("database", name)
+	u.RawQuery = q.Encode()
+	return u.String()
 }
