@@ -23,7 +23,7 @@ import (
 	"follows/db/pgtest"
 )
 
-// scriptBatches are a SQL Server script's GO batches, comment lines
+// sqlcmdBatches are a SQL Server script's GO batches, comment lines
 // dropped, empty ones left out.
 func sqlcmdBatches(t *testing.T, script string) []string {
 	t.Helper()
