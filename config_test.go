@@ -153,6 +153,9 @@ func TestSchemaSubcommand(t *testing.T) {
 		{[]string{"-dialect", "postgres"}, nil, `CREATE UNIQUE INDEX "IX_Users_Name" ON "Users" (lower("Name"));`},
 		{nil, map[string]string{"FOLLOWS_DIALECT": "sqlserver"}, "schema for sqlserver"},
 		{[]string{"-dialect", "sqlite"}, map[string]string{"FOLLOWS_DIALECT": "sqlserver"}, "schema for sqlite"},
+		// Runnable by hand, then started on (db's TestSQLServerScriptForSqlcmd).
+		{[]string{"-dialect", "sqlserver"}, nil, "\nSET QUOTED_IDENTIFIER ON;\nGO\n"},
+		{[]string{"-dialect", "sqlserver"}, nil, "INSERT INTO goose_db_version (version_id, is_applied) VALUES (1, 1);\nGO\n"},
 	} {
 		var out, errs strings.Builder
 		dir := t.TempDir()
