@@ -50,8 +50,10 @@ type Dialect interface {
 	// Quote quotes a name that Rebind does not know (EF's UserUser and
 	// its columns), which PostgreSQL would otherwise fold to lower case.
 	Quote(name string) string
-	// NameList aggregates "Id Name" of a group of users, in Id order.
-	NameList() string
+	// NameKey is the expression over a Name column (col: Name, or an
+	// alias's u.Name) by which migration 1's IX_Users_Name tells names
+	// apart: two names with one key are one name to the server.
+	NameKey(col string) string
 	// FixFollows makes right what verifyFollows found missing or wrong
 	// in Follows' definition.
 	FixFollows(ctx context.Context, tx Tx, def table, fx fixes) error

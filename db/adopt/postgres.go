@@ -21,8 +21,11 @@ var (
 
 func (postgres) Goose() database.Dialect  { return database.DialectPostgres }
 func (postgres) Quote(name string) string { return `"` + name + `"` }
-func (postgres) NameList() string         { return `string_agg(CONCAT(Id, ' ', Name), ', ' ORDER BY Id)` }
-func (postgres) LaterSteps() string       { return "" }
+
+// NameKey: IX_Users_Name is on lower("Name").
+func (postgres) NameKey(col string) string { return `lower(` + col + `)` }
+
+func (postgres) LaterSteps() string { return "" }
 
 // Lock is held until the adopting transaction ends; the key is the
 // server's own, apart from goose's migration lock.

@@ -37,8 +37,12 @@ FROM pragma_foreign_key_list('Follows') AS f ORDER BY f.id, f.seq`,
 
 func (sqlite) Goose() database.Dialect  { return database.DialectSQLite3 }
 func (sqlite) Quote(name string) string { return `"` + name + `"` }
-func (sqlite) NameList() string         { return `string_agg(CONCAT(Id, ' ', Name), ', ' ORDER BY Id)` }
-func (sqlite) JoinEntitySteps() []Step  { return nil }
+
+// NameKey: IX_Users_Name is on Name COLLATE NOCASE, which folds ASCII
+// letters only, as lower() does without ICU.
+func (sqlite) NameKey(col string) string { return `lower(` + col + `)` }
+
+func (sqlite) JoinEntitySteps() []Step { return nil }
 func (sqlite) LaterSteps() string {
 	return ", and write every CreatedAt in one fixed form (seven fractional digits)"
 }

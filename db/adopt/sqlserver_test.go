@@ -8,7 +8,9 @@ import (
 )
 
 // mssqlSnapshot says a SQL Server database's tables and their rows,
-// columns, constraints (definitions and delete actions) and indexes.
+// columns (type, length, collation), constraints (definitions and delete
+// actions) and indexes. Its queries keep to SQL Server 2016 (no
+// STRING_AGG or CONCAT_WS), the server's floor.
 func mssqlSnapshot(t *testing.T, raw *sql.DB) string {
 	t.Helper()
 	var b strings.Builder
@@ -29,11 +31,12 @@ func mssqlSnapshot(t *testing.T, raw *sql.DB) string {
 		fmt.Fprintf(&b, "%s %d\n", n, c)
 	}
 	for _, q := range []string{
-		`SELECT CONCAT(OBJECT_NAME(object_id), '.', name, ' ', TYPE_NAME(user_type_id), ' ', is_nullable, ' ', OBJECT_DEFINITION(default_object_id)) FROM sys.columns WHERE OBJECTPROPERTY(object_id, 'IsUserTable') = 1 ORDER BY 1`,
+		`SELECT CONCAT(OBJECT_NAME(object_id), '.', name, ' ', TYPE_NAME(user_type_id), ' ', max_length, ' ', collation_name, ' ', is_nullable, ' ', OBJECT_DEFINITION(default_object_id)) FROM sys.columns WHERE OBJECTPROPERTY(object_id, 'IsUserTable') = 1 ORDER BY 1`,
 		`SELECT CONCAT(OBJECT_NAME(parent_object_id), ' ', name, ' ', type_desc, ' ', OBJECT_DEFINITION(object_id)) FROM sys.objects WHERE parent_object_id <> 0 ORDER BY 1`,
 		`SELECT CONCAT(name, ' ', delete_referential_action_desc) FROM sys.foreign_keys ORDER BY 1`,
-		`SELECT CONCAT(OBJECT_NAME(object_id), ' ', name) FROM sys.indexes WHERE name IS NOT NULL AND OBJECTPROPERTY(object_id, 'IsUserTable') = 1 ORDER BY 1`,
-		`SELECT STRING_AGG(CONCAT_WS(' ', FollowerId, FolloweeId, CreatedAt), ', ') WITHIN GROUP (ORDER BY FollowerId, FolloweeId) FROM Follows`,
+		`SELECT CONCAT(OBJECT_NAME(object_id), ' ', name, ' ', is_unique) FROM sys.indexes WHERE name IS NOT NULL AND OBJECTPROPERTY(object_id, 'IsUserTable') = 1 ORDER BY 1`,
+		`SELECT CONCAT(FollowerId, ' ', FolloweeId, ' ', CONVERT(nvarchar(27), CreatedAt, 121)) FROM Follows ORDER BY FollowerId, FolloweeId`,
+		`SELECT CONCAT(Id, ' ', Name) FROM Users ORDER BY Id`,
 	} {
 		writeLines(&b, raw, q)
 	}
