@@ -178,6 +178,9 @@ func ShapeOf(tables map[string]bool) (string, error) {
 // is.
 func (a adoption) refuseBadRows(ctx context.Context, checks map[string]string) error {
 	checks["a user without a name"] = `SELECT CONCAT(Id, '') FROM Users WHERE Name IS NULL OR Name = ''`
+	for what, q := range a.d.NameChecks() {
+		checks[what] = q
+	}
 	if d, ok := a.d.(DamageChecker); ok {
 		checks["the database is damaged"] = d.Damaged()
 	}
@@ -226,6 +229,21 @@ ORDER BY d.first_id, u.Id`
 	return out, err
 }
 
+// fitName makes Users.Name right for IX_Users_Name (see Dialect.FitName)
+// and adds what it did to the plan.
+func (a adoption) fitName(ctx context.Context, plan *Plan) error {
+	says, err := a.d.FitName(ctx, a.tx)
+	plan.Steps = append(plan.Steps, says...)
+	if err != nil {
+		var refused *Error
+		if errors.As(err, &refused) {
+			return err
+		}
+		return fmt.Errorf("adopt: make Users.Name one IX_Users_Name can index: %w", err)
+	}
+	return nil
+}
+
 // problems runs checks that each list offending rows, one per row, and
 // says them in the order of the checks' names.
 func (a adoption) problems(ctx context.Context, checks map[string]string) ([]string, error) {
@@ -270,6 +288,9 @@ func (a adoption) convertUserUser(ctx context.Context) (Plan, error) {
 		"a followed user that is not a user (UserUser row)": `SELECT ` + pair + ` FROM ` + userUser + ` WHERE ` + following + ` NOT IN (SELECT Id FROM Users)`,
 	}
 	if err := a.refuseBadRows(ctx, checks); err != nil {
+		return plan, err
+	}
+	if err := a.fitName(ctx, &plan); err != nil {
 		return plan, err
 	}
 	plan.Steps = append(plan.Steps, converting...)
@@ -324,6 +345,9 @@ WHERE FollowerId NOT IN (SELECT Id FROM Users) OR FolloweeId NOT IN (SELECT Id F
 		if err := a.d.FixFollows(ctx, a.tx, def, fx); err != nil {
 			return plan, fmt.Errorf("adopt: make Follows' definition right: %w", err)
 		}
+	}
+	if err := a.fitName(ctx, &plan); err != nil {
+		return plan, err
 	}
 	plan.Steps = append(plan.Steps, "add what is missing of IX_Users_Name and the two keyset indexes on Follows")
 	if err := a.createFollowsSchema(ctx); err != nil {

@@ -54,6 +54,17 @@ type Dialect interface {
 	// alias's u.Name) by which migration 1's IX_Users_Name tells names
 	// apart: two names with one key are one name to the server.
 	NameKey(col string) string
+	// NameChecks are, beyond the checks every dialect shares, queries
+	// listing the users whose Name the dialect's IX_Users_Name cannot
+	// hold, one problem a row (SQL Server: a name too long for its key);
+	// none where a dialect has no such limit.
+	NameChecks() map[string]string
+	// FitName makes Users.Name, once its rows have passed the checks, a
+	// column migration 1's IX_Users_Name can index and that compares
+	// names as the server does, before migration 1's statements are
+	// replayed; it returns what the plan says of what it did (nothing
+	// where Name is right already).
+	FitName(ctx context.Context, tx Tx) ([]string, error)
 	// FixFollows makes right what verifyFollows found missing or wrong
 	// in Follows' definition.
 	FixFollows(ctx context.Context, tx Tx, def table, fx fixes) error

@@ -42,6 +42,12 @@ func (sqlite) Quote(name string) string { return `"` + name + `"` }
 // letters only, as lower() does without ICU.
 func (sqlite) NameKey(col string) string { return `lower(` + col + `)` }
 
+// NameChecks: none. A TEXT column holds a name of any length and indexes
+// it (a key only has to fit in the file's pages, which overflow), so an
+// EF Core Name needs no change on SQLite.
+func (sqlite) NameChecks() map[string]string                 { return nil }
+func (sqlite) FitName(context.Context, Tx) ([]string, error) { return nil, nil }
+
 func (sqlite) JoinEntitySteps() []Step { return nil }
 func (sqlite) LaterSteps() string {
 	return ", and write every CreatedAt in one fixed form (seven fractional digits)"

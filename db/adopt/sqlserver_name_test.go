@@ -16,12 +16,102 @@ import (
 // rules SQL Server documents (see sqlserver_name.go); the live tests in
 // sqlserver_test.go run it when MSSQL_DSN names a server.
 
-// SQL Server's adoption finds shared names in the collation the index
-// will compare them in, not by lower() in the column's collation.
-func TestSQLServerNameKey(t *testing.T) {
+// The article's Name (nvarchar(max), the database's default collation)
+// is made nvarchar(450) in the case-insensitive collation, by exactly the
+// statement migration 11 uses, after an index on Name alone is dropped
+// (migration 1's IX_Users_Name replaces it); an index that uses Name with
+// more is refused by name, and a right column is left alone.
+func TestFitNameSteps(t *testing.T) {
+	const alter = `ALTER TABLE [Users] ALTER COLUMN [Name] nvarchar(450) COLLATE Latin1_General_100_CI_AS NOT NULL`
+	article := nameColumn{typ: "nvarchar", maxLength: -1, collation: "SQL_Latin1_General_CP1_CI_AS"}
+	csIndexed := nameColumn{typ: "nvarchar", maxLength: 900, collation: "Latin1_General_100_CS_AS"}
+	for _, tc := range []struct {
+		name      string
+		col       nameColumn
+		users     []nameUser
+		stmts     []string
+		says      []string
+		refusedAs []string
+	}{{
+		name:  "the article's nvarchar(max)",
+		col:   article,
+		stmts: []string{alter},
+		says:  []string{"make Users.Name nvarchar(450) COLLATE Latin1_General_100_CI_AS NOT NULL (it is nvarchar(max) COLLATE SQL_Latin1_General_CP1_CI_AS NOT NULL), before migration 1 creates IX_Users_Name"},
+	}, {
+		name:  "an app's unique index on Name in a case-sensitive collation",
+		col:   csIndexed,
+		users: []nameUser{{name: "IX_Users_Name", kind: "NONCLUSTERED", columns: 1}},
+		stmts: []string{`DROP INDEX [IX_Users_Name] ON [Users]`, alter},
+		says:  []string{"drop the index IX_Users_Name on Users (Name)", "(it is nvarchar(450) COLLATE Latin1_General_100_CS_AS NOT NULL)"},
+	}, {
+		name:  "an index named with a ]",
+		col:   csIndexed,
+		users: []nameUser{{name: "by]name", kind: "NONCLUSTERED", columns: 1}},
+		stmts: []string{`DROP INDEX [by]]name] ON [Users]`, alter},
+	}, {
+		name:  "a nullable Name (no nullable reference types)",
+		col:   nameColumn{typ: "nvarchar", maxLength: 900, collation: nameCollation, nullable: true},
+		stmts: []string{alter},
+	}, {
+		name:  "a varchar(100) Name",
+		col:   nameColumn{typ: "varchar", maxLength: 100, collation: "SQL_Latin1_General_CP1_CI_AS"},
+		stmts: []string{alter},
+		says:  []string{"(it is varchar(100) COLLATE"},
+	}, {
+		name: "already right",
+		col:  nameColumn{typ: "nvarchar", maxLength: 900, collation: nameCollation},
+	}, {
+		name: "an index with Name and more, and statistics",
+		col:  article,
+		users: []nameUser{{name: "IX_Users_Name_Id", kind: "NONCLUSTERED", columns: 2}, {name: "ST_Name", kind: "STATISTICS"},
+			{name: "UQ_Name", kind: "NONCLUSTERED", constraint: true, columns: 1}, {name: "IX_Filtered", kind: "NONCLUSTERED", filtered: true, columns: 1}},
+		refusedAs: []string{"the nonclustered IX_Users_Name_Id on Users uses Name", "the statistics ST_Name on Users uses Name", "UQ_Name", "IX_Filtered"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			steps, refused := fitNameSteps(tc.col, tc.users)
+			var stmts []string
+			var says string
+			for _, st := range steps {
+				stmts = append(stmts, st.Stmt)
+				says += st.Says + "\n"
+			}
+			if !slices.Equal(stmts, tc.stmts) {
+				t.Errorf("statements %q, want %q", stmts, tc.stmts)
+			}
+			for _, want := range tc.says {
+				if !strings.Contains(says, want) {
+					t.Errorf("the plan does not say %q:\n%s", want, says)
+				}
+			}
+			if len(refused) != len(tc.refusedAs) {
+				t.Fatalf("refused %q, want %d problems", refused, len(tc.refusedAs))
+			}
+			for i, want := range tc.refusedAs {
+				if !strings.Contains(refused[i], want) {
+					t.Errorf("refusal %q does not say %q", refused[i], want)
+				}
+			}
+		})
+	}
+}
+
+// Before the column is altered and IX_Users_Name made, SQL Server's
+// adoption lists the names too long for nvarchar(450), counted in bytes
+// as the type counts them, and finds shared names in the collation the
+// index will compare them in, not by lower() in the column's collation.
+func TestSQLServerNameChecks(t *testing.T) {
 	d := SQLServer()
 	if got, want := d.NameKey("u.Name"), "u.Name COLLATE Latin1_General_100_CI_AS"; got != want {
 		t.Errorf("NameKey = %q, want %q", got, want)
+	}
+	var long string
+	for _, q := range d.NameChecks() {
+		long += q
+	}
+	for _, want := range []string{"DATALENGTH(CAST(Name AS nvarchar(max))) > 900", "TOP (20)", "ORDER BY Id", "CONCAT(Id, ' ', LEFT(Name, 40)"} {
+		if !strings.Contains(long, want) {
+			t.Errorf("the long-name check does not say %q:\n%s", want, long)
+		}
 	}
 	for _, d := range []Dialect{SQLite(), Postgres()} {
 		if got := d.NameKey("Name"); got != "lower(Name)" {
