@@ -337,6 +337,11 @@ WHERE FollowerId NOT IN (SELECT Id FROM Users) OR FolloweeId NOT IN (SELECT Id F
 		return plan, err
 	}
 	fx, refused := verifyFollows(def, later)
+	if c, ok := def.column("CreatedAt"); ok {
+		if why := a.d.CreatedAtProblem(c); why != "" {
+			refused = append(refused, why)
+		}
+	}
 	if len(refused) > 0 {
 		return plan, &Error{Problems: refused}
 	}

@@ -65,6 +65,10 @@ type Dialect interface {
 	// replayed; it returns what the plan says of what it did (nothing
 	// where Name is right already).
 	FitName(ctx context.Context, tx Tx) ([]string, error)
+	// CreatedAtProblem says why an adopted Follows.CreatedAt column (as
+	// the catalogue describes it) cannot serve the server's keyset
+	// cursors, or "" when it can.
+	CreatedAtProblem(c Column) string
 	// FixFollows makes right what verifyFollows found missing or wrong
 	// in Follows' definition.
 	FixFollows(ctx context.Context, tx Tx, def table, fx fixes) error

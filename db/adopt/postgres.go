@@ -34,7 +34,11 @@ func (postgres) NameKey(col string) string { return `lower(` + col + `)` }
 func (postgres) NameChecks() map[string]string                 { return nil }
 func (postgres) FitName(context.Context, Tx) ([]string, error) { return nil, nil }
 
-func (postgres) LaterSteps() string { return "" }
+// CreatedAtProblem: none is checked. Npgsql 6 and later map DateTime to
+// timestamp with time zone, as the server's migrations make it; a column
+// an older provider made timestamp without time zone is taken as it is.
+func (postgres) CreatedAtProblem(Column) string { return "" }
+func (postgres) LaterSteps() string             { return "" }
 
 // Lock is held until the adopting transaction ends; the key is the
 // server's own, apart from goose's migration lock.

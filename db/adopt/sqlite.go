@@ -48,7 +48,10 @@ func (sqlite) NameKey(col string) string { return `lower(` + col + `)` }
 func (sqlite) NameChecks() map[string]string                 { return nil }
 func (sqlite) FitName(context.Context, Tx) ([]string, error) { return nil, nil }
 
-func (sqlite) JoinEntitySteps() []Step { return nil }
+// CreatedAtProblem: none. EF Core writes DateTime as TEXT, and a later
+// migration rewrites every CreatedAt in the server's one fixed form.
+func (sqlite) CreatedAtProblem(Column) string { return "" }
+func (sqlite) JoinEntitySteps() []Step        { return nil }
 func (sqlite) LaterSteps() string {
 	return ", and write every CreatedAt in one fixed form (seven fractional digits)"
 }

@@ -192,3 +192,35 @@ func (sqlserver) FitName(ctx context.Context, tx Tx) ([]string, error) {
 	}
 	return says, nil
 }
+
+// CreatedAtProblem refuses a Follows.CreatedAt that is not datetime2. The
+// server's keyset cursors carry a follow's time read from the column and
+// compare the column with it as a datetime2(7) parameter (go-mssqldb
+// sends a civil.DateTime so). datetime is "rounded to increments of
+// .000, .003, or .007 seconds" ("datetime (Transact-SQL)"), and "under
+// database compatibility level 130, implicit conversions from datetime to
+// datetime2 data types show improved accuracy by accounting for the
+// fractional milliseconds" (12:45:37.333 compares as 12:45:37.3333333),
+// so the stored time and the one a cursor carries need not compare
+// equal: pages skip or repeat follows at their edges. A
+// datetime2 of any scale is taken: the cursor carries the stored value
+// exactly, and widening it to datetime2(7) to compare loses nothing
+// (a smaller scale only makes more follows share a time, which the keyset
+// orders by id).
+func (sqlserver) CreatedAtProblem(c Column) string {
+	if c.Type == "datetime2" {
+		return ""
+	}
+	return fmt.Sprintf("Follows.CreatedAt is %s, not datetime2: the server's keyset cursors compare it with datetime2(7) times, and %s, so pages would skip or repeat follows at their edges; make it datetime2 first: ALTER TABLE [Follows] ALTER COLUMN [CreatedAt] datetime2(7) NOT NULL (dropping the indexes and default on CreatedAt before, and making them again after)",
+		c.Type, createdAtWhy(c.Type))
+}
+
+func createdAtWhy(typ string) string {
+	switch typ {
+	case "datetime":
+		return "datetime rounds to 1/300 of a second (.000, .003, .007), so the time a cursor carries is not the one stored"
+	case "smalldatetime":
+		return "smalldatetime keeps whole minutes, so the time a cursor carries is not the one stored"
+	}
+	return "the server writes, reads and compares CreatedAt as a UTC datetime2, the type EF Core gives a DateTime"
+}

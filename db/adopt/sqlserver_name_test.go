@@ -120,6 +120,30 @@ func TestSQLServerNameChecks(t *testing.T) {
 	}
 }
 
+// A Follows.CreatedAt that is not datetime2 is refused on SQL Server,
+// saying why and the statement that fixes it; datetime2 of any scale is
+// taken.
+func TestSQLServerCreatedAtType(t *testing.T) {
+	d := SQLServer()
+	if why := d.CreatedAtProblem(Column{Name: "CreatedAt", Type: "datetime2", NotNull: true}); why != "" {
+		t.Errorf("datetime2 refused: %s", why)
+	}
+	for typ, because := range map[string]string{
+		"datetime":       "1/300 of a second",
+		"smalldatetime":  "whole minutes",
+		"datetimeoffset": "UTC datetime2",
+		"nvarchar":       "UTC datetime2",
+	} {
+		why := d.CreatedAtProblem(Column{Name: "CreatedAt", Type: typ, NotNull: true})
+		for _, want := range []string{"Follows.CreatedAt is " + typ + ", not datetime2", because, "skip or repeat",
+			"ALTER TABLE [Follows] ALTER COLUMN [CreatedAt] datetime2(7) NOT NULL"} {
+			if !strings.Contains(why, want) {
+				t.Errorf("%s: the refusal does not say %q: %q", typ, want, why)
+			}
+		}
+	}
+}
+
 // SQL Server's adoption keeps to SQL Server 2016 (compatibility level
 // 130), the server's floor: no statement it or its tests send uses
 // STRING_AGG or CONCAT_WS (both SQL Server 2017). Every string literal of

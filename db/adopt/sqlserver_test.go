@@ -115,9 +115,10 @@ func TestAdoptSQLServerArticleDatabase(t *testing.T) {
 }
 
 // What SQL Server's adoption refuses of the article's database, naming
-// the rows, leaving the database as it was: two names one in the
-// case-insensitive collation (on a case-sensitive column, where the app
-// could write both) and a name nvarchar(450) cannot hold. An app's unique index on Name in a
+// the rows or the column, leaving the database as it was: two names one
+// in the case-insensitive collation (on a case-sensitive column, where
+// the app could write both), a name nvarchar(450) cannot hold, and a
+// CreatedAt made datetime. An app's unique index on Name in a
 // case-sensitive collation is dropped and made again by migration 1.
 func TestAdoptSQLServerNames(t *testing.T) {
 	long := strings.Repeat("x", 500)
@@ -133,6 +134,10 @@ func TestAdoptSQLServerNames(t *testing.T) {
 		name:    "a 500-character name",
 		ddl:     eftest.MSSQLJoinEntity + fixtureRows + `INSERT INTO [Users] ([Name]) VALUES (N'` + long + `');`,
 		wantErr: []string{"a name longer than the 450 characters Users.Name holds", "6 " + long[:40] + "... (500 characters)"},
+	}, {
+		name:    "CreatedAt datetime",
+		ddl:     strings.Replace(eftest.MSSQLJoinEntity, `[CreatedAt] datetime2 NOT NULL`, `[CreatedAt] datetime NOT NULL`, 1) + fixtureRows,
+		wantErr: []string{"Follows.CreatedAt is datetime, not datetime2", "ALTER TABLE [Follows] ALTER COLUMN [CreatedAt] datetime2(7) NOT NULL"},
 	}, {
 		name: "an app's unique index on a case-sensitive Name",
 		ddl: strings.Replace(eftest.MSSQLJoinEntity, `nvarchar(max) NOT NULL`, `nvarchar(450) COLLATE Latin1_General_100_CS_AS NOT NULL`, 1) +
