@@ -74,3 +74,36 @@ func TestFitNameBeforeIXUsersName(t *testing.T) {
 		})
 	}
 }
+
+// timeRefuser is SQLite's adoption with a dialect's refusal of every
+// CreatedAt column, as SQL Server's refuses a datetime one.
+type timeRefuser struct{ adopt.Dialect }
+
+func (timeRefuser) CreatedAtProblem(c adopt.Column) string {
+	return "Follows." + c.Name + " is " + c.Type + ", refused"
+}
+
+// Finding 12's seam, which every dialect shares: what the dialect says of
+// an adopted Follows.CreatedAt refuses the adoption, saying it, before
+// anything is changed.
+func TestCreatedAtProblemRefuses(t *testing.T) {
+	path := eftest.SQLite(t, eftest.SQLiteUsers+"\n"+fixtureDialect["sqlite"].Replace(fixtureFollows(fixtureKeys))+"\n"+fixtureRows)
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	tx, err := raw.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	var ran []string
+	_, err = adopt.Run(t.Context(), recordingTx{tx, &ran}, os.DirFS("../migrations/sqlite"), timeRefuser{adopt.SQLite()}, true)
+	if err == nil || !strings.Contains(err.Error(), "Follows.CreatedAt is text, refused") {
+		t.Errorf("adoption with CreatedAt refused by the dialect: %v", err)
+	}
+	if len(ran) > 0 {
+		t.Errorf("the refused adoption ran %d statements, the first %.80q", len(ran), ran[0])
+	}
+}
