@@ -177,9 +177,10 @@ func ShapeOf(tables map[string]bool) (string, error) {
 // each a query listing offending rows, and refuses adoption when any row
 // is.
 func (a adoption) refuseBadRows(ctx context.Context, checks map[string]string) error {
-	// Names are ASCII, so lower() compares them as SQLite's NOCASE does.
-	checks["two users share a name (names are unique without regard to case)"] = `SELECT ` + a.d.NameList() + ` FROM Users GROUP BY lower(Name) HAVING COUNT(*) > 1`
 	checks["a user without a name"] = `SELECT CONCAT(Id, '') FROM Users WHERE Name IS NULL OR Name = ''`
+	for what, q := range a.d.NameChecks() {
+		checks[what] = q
+	}
 	if d, ok := a.d.(DamageChecker); ok {
 		checks["the database is damaged"] = d.Damaged()
 	}
@@ -187,8 +188,58 @@ func (a adoption) refuseBadRows(ctx context.Context, checks map[string]string) e
 	if err != nil {
 		return fmt.Errorf("adopt: check rows: %w", err)
 	}
-	if len(bad) > 0 {
+	shared, err := a.sharedNames(ctx)
+	if err != nil {
+		return fmt.Errorf("adopt: check names: %w", err)
+	}
+	if bad = append(bad, shared...); len(bad) > 0 {
 		return &Error{Problems: bad}
+	}
+	return nil
+}
+
+// sharedNames lists the users whose names IX_Users_Name would take for
+// one, a line a name: "1 alice, 6 ALICE". The rows are read and grouped
+// here rather than aggregated by the database, so one query serves every
+// dialect (SQL Server has STRING_AGG only from 2017, and the server's
+// floor is 2016).
+func (a adoption) sharedNames(ctx context.Context) ([]string, error) {
+	key := a.d.NameKey
+	q := `SELECT d.first_id, u.Id, u.Name FROM Users AS u
+JOIN (SELECT MIN(Id) AS first_id, ` + key("Name") + ` AS name_key FROM Users GROUP BY ` + key("Name") + ` HAVING COUNT(*) > 1) AS d
+  ON ` + key("u.Name") + ` = d.name_key
+ORDER BY d.first_id, u.Id`
+	var out []string
+	group := int64(-1)
+	err := scanRows(ctx, a.tx, q, func(rs *sql.Rows) error {
+		var first, id int64
+		var name string
+		if err := rs.Scan(&first, &id, &name); err != nil {
+			return err
+		}
+		user := fmt.Sprintf("%d %s", id, name)
+		if first != group {
+			group = first
+			out = append(out, "two users share a name (names are unique without regard to case): "+user)
+		} else {
+			out[len(out)-1] += ", " + user
+		}
+		return nil
+	})
+	return out, err
+}
+
+// fitName makes Users.Name right for IX_Users_Name (see Dialect.FitName)
+// and adds what it did to the plan.
+func (a adoption) fitName(ctx context.Context, plan *Plan) error {
+	says, err := a.d.FitName(ctx, a.tx)
+	plan.Steps = append(plan.Steps, says...)
+	if err != nil {
+		var refused *Error
+		if errors.As(err, &refused) {
+			return err
+		}
+		return fmt.Errorf("adopt: make Users.Name one IX_Users_Name can index: %w", err)
 	}
 	return nil
 }
@@ -223,11 +274,13 @@ func (a adoption) convertUserUser(ctx context.Context) (Plan, error) {
 	}
 	plan := Plan{Shape: ShapeConvention, Steps: []string{
 		"check UserUser and Users for rows the Follows constraints would refuse",
+	}}
+	converting := []string{
 		"create Follows with its keys, CK_Follows_NoSelfFollow, foreign keys and keyset indexes",
 		fmt.Sprintf("copy %d rows: FollowerId = FollowersId (the follower), FolloweeId = FollowingId (the one followed), CreatedAt = now", rowCount),
 		"check that Follows holds as many rows as UserUser, then drop UserUser",
 		"record the schema as at migration 1; later migrations add counts, blocks and settings",
-	}}
+	}
 	pair := `CONCAT(` + followers + `, ' -> ', ` + following + `)`
 	checks := map[string]string{
 		"a user following itself (UserUser row)":            `SELECT ` + pair + ` FROM ` + userUser + ` WHERE ` + followers + ` = ` + following,
@@ -237,6 +290,10 @@ func (a adoption) convertUserUser(ctx context.Context) (Plan, error) {
 	if err := a.refuseBadRows(ctx, checks); err != nil {
 		return plan, err
 	}
+	if err := a.fitName(ctx, &plan); err != nil {
+		return plan, err
+	}
+	plan.Steps = append(plan.Steps, converting...)
 	if err := a.createFollowsSchema(ctx); err != nil {
 		return plan, err
 	}
@@ -280,6 +337,11 @@ WHERE FollowerId NOT IN (SELECT Id FROM Users) OR FolloweeId NOT IN (SELECT Id F
 		return plan, err
 	}
 	fx, refused := verifyFollows(def, later)
+	if c, ok := def.column("CreatedAt"); ok {
+		if why := a.d.CreatedAtProblem(c); why != "" {
+			refused = append(refused, why)
+		}
+	}
 	if len(refused) > 0 {
 		return plan, &Error{Problems: refused}
 	}
@@ -288,6 +350,9 @@ WHERE FollowerId NOT IN (SELECT Id FROM Users) OR FolloweeId NOT IN (SELECT Id F
 		if err := a.d.FixFollows(ctx, a.tx, def, fx); err != nil {
 			return plan, fmt.Errorf("adopt: make Follows' definition right: %w", err)
 		}
+	}
+	if err := a.fitName(ctx, &plan); err != nil {
+		return plan, err
 	}
 	plan.Steps = append(plan.Steps, "add what is missing of IX_Users_Name and the two keyset indexes on Follows")
 	if err := a.createFollowsSchema(ctx); err != nil {

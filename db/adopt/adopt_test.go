@@ -103,14 +103,15 @@ CREATE INDEX "IX_Follows_FolloweeId" ON "Follows" ("FolloweeId");`
 func TestAdoptRefusesBadRows(t *testing.T) {
 	pairs := append(slices.Clone(efFollows), [2]int{3, 3})
 	path := eftest.SQLite(t, eftest.SQLiteConvention+"\n"+eftest.UserUserRows(pairs)+`
-INSERT INTO "Users" ("Id", "Name") VALUES (6, 'ALICE');`)
+INSERT INTO "Users" ("Id", "Name") VALUES (6, 'ALICE'), (7, 'BOB'), (8, 'Alice');`)
 	before, _ := os.ReadFile(path)
 
 	_, err := migrate(t.Context(), path)
 	if err == nil {
 		t.Fatal("migrate succeeded on a database with a self-follow")
 	}
-	for _, want := range []string{"3 -> 3", "1 alice, 6 ALICE", "nothing was changed"} {
+	for _, want := range []string{"3 -> 3", "share a name (names are unique without regard to case): 1 alice, 6 ALICE, 8 Alice\n",
+		"share a name (names are unique without regard to case): 2 bob, 7 BOB", "nothing was changed"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not name %q:\n%v", want, err)
 		}

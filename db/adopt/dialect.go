@@ -50,8 +50,25 @@ type Dialect interface {
 	// Quote quotes a name that Rebind does not know (EF's UserUser and
 	// its columns), which PostgreSQL would otherwise fold to lower case.
 	Quote(name string) string
-	// NameList aggregates "Id Name" of a group of users, in Id order.
-	NameList() string
+	// NameKey is the expression over a Name column (col: Name, or an
+	// alias's u.Name) by which migration 1's IX_Users_Name tells names
+	// apart: two names with one key are one name to the server.
+	NameKey(col string) string
+	// NameChecks are, beyond the checks every dialect shares, queries
+	// listing the users whose Name the dialect's IX_Users_Name cannot
+	// hold, one problem a row (SQL Server: a name too long for its key);
+	// none where a dialect has no such limit.
+	NameChecks() map[string]string
+	// FitName makes Users.Name, once its rows have passed the checks, a
+	// column migration 1's IX_Users_Name can index and that compares
+	// names as the server does, before migration 1's statements are
+	// replayed; it returns what the plan says of what it did (nothing
+	// where Name is right already).
+	FitName(ctx context.Context, tx Tx) ([]string, error)
+	// CreatedAtProblem says why an adopted Follows.CreatedAt column (as
+	// the catalogue describes it) cannot serve the server's keyset
+	// cursors, or "" when it can.
+	CreatedAtProblem(c Column) string
 	// FixFollows makes right what verifyFollows found missing or wrong
 	// in Follows' definition.
 	FixFollows(ctx context.Context, tx Tx, def table, fx fixes) error

@@ -21,8 +21,24 @@ var (
 
 func (postgres) Goose() database.Dialect  { return database.DialectPostgres }
 func (postgres) Quote(name string) string { return `"` + name + `"` }
-func (postgres) NameList() string         { return `string_agg(CONCAT(Id, ' ', Name), ', ' ORDER BY Id)` }
-func (postgres) LaterSteps() string       { return "" }
+
+// NameKey: IX_Users_Name is on lower("Name").
+func (postgres) NameKey(col string) string { return `lower(` + col + `)` }
+
+// NameChecks: none the server can state by a row's length. text and
+// character varying take any name, and an expression index on lower()
+// needs no change of the column; a B-tree entry is limited to about a
+// third of a page after compression, so a name of some kilobytes would
+// fail migration 1's index with PostgreSQL's own error, rolling the whole
+// adoption back.
+func (postgres) NameChecks() map[string]string                 { return nil }
+func (postgres) FitName(context.Context, Tx) ([]string, error) { return nil, nil }
+
+// CreatedAtProblem: none is checked. Npgsql 6 and later map DateTime to
+// timestamp with time zone, as the server's migrations make it; a column
+// an older provider made timestamp without time zone is taken as it is.
+func (postgres) CreatedAtProblem(Column) string { return "" }
+func (postgres) LaterSteps() string             { return "" }
 
 // Lock is held until the adopting transaction ends; the key is the
 // server's own, apart from goose's migration lock.

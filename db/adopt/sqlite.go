@@ -37,8 +37,21 @@ FROM pragma_foreign_key_list('Follows') AS f ORDER BY f.id, f.seq`,
 
 func (sqlite) Goose() database.Dialect  { return database.DialectSQLite3 }
 func (sqlite) Quote(name string) string { return `"` + name + `"` }
-func (sqlite) NameList() string         { return `string_agg(CONCAT(Id, ' ', Name), ', ' ORDER BY Id)` }
-func (sqlite) JoinEntitySteps() []Step  { return nil }
+
+// NameKey: IX_Users_Name is on Name COLLATE NOCASE, which folds ASCII
+// letters only, as lower() does without ICU.
+func (sqlite) NameKey(col string) string { return `lower(` + col + `)` }
+
+// NameChecks: none. A TEXT column holds a name of any length and indexes
+// it (a key only has to fit in the file's pages, which overflow), so an
+// EF Core Name needs no change on SQLite.
+func (sqlite) NameChecks() map[string]string                 { return nil }
+func (sqlite) FitName(context.Context, Tx) ([]string, error) { return nil, nil }
+
+// CreatedAtProblem: none. EF Core writes DateTime as TEXT, and a later
+// migration rewrites every CreatedAt in the server's one fixed form.
+func (sqlite) CreatedAtProblem(Column) string { return "" }
+func (sqlite) JoinEntitySteps() []Step        { return nil }
 func (sqlite) LaterSteps() string {
 	return ", and write every CreatedAt in one fixed form (seven fractional digits)"
 }

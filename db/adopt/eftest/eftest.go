@@ -96,19 +96,94 @@ const NpgsqlJoinEntity = NpgsqlUsers + `CREATE TABLE "Follows" (
 CREATE INDEX "IX_Follows_FolloweeId" ON "Follows" ("FolloweeId");
 `
 
-// MSSQLUsers is the model's users on SQL Server, as `dotnet ef
-// migrations script` writes it with EF Core 8 (the unique index on Name
-// makes it nvarchar(450)); users get their ids from the identity.
+// The SQL Server fixtures are what `dotnet ef migrations script` writes
+// for the article's model with EF Core 11 (Microsoft.EntityFrameworkCore.
+// SqlServer 11.0; EF Core 8 and 9 write the same lines: the type mapping,
+// the delete-behaviour convention and the foreign key text they come from
+// are the same in their sources), from
+// one migration named Initial, with three things left out that a
+// database/sql Exec cannot run or that do not change the schema: the GO
+// batch separators, the BEGIN TRANSACTION / COMMIT around the migration,
+// and the IF OBJECT_ID(N'[__EFMigrationsHistory]') IS NULL ... END around
+// the history table. The model:
+//
+//	public class User
+//	{
+//	    public int Id { get; set; }
+//	    public string Name { get; set; } = "";
+//	    // shape 1: public List<User> Followers { get; } = []; public List<User> Following { get; } = [];
+//	    // shape 2: public List<Follow> Followers { get; } = []; public List<Follow> Following { get; } = [];
+//	}
+//
+// Name has no HasMaxLength and no index, so EF's type mapping
+// (SqlServerTypeMappingSource: a string is nvarchar(450) only when it is
+// part of a key or an index, else nvarchar(max)) makes it nvarchar(max),
+// in the database's default collation. The users are then inserted as
+// the app would, their ids given by the identity.
+
+// MSSQLUsers is the history table and Users, with five users.
 const MSSQLUsers = `CREATE TABLE [__EFMigrationsHistory] (
     [MigrationId] nvarchar(150) NOT NULL,
     [ProductVersion] nvarchar(32) NOT NULL,
-    CONSTRAINT [PK___EFMigrationsHistory] PRIMARY KEY ([MigrationId]));
+    CONSTRAINT [PK___EFMigrationsHistory] PRIMARY KEY ([MigrationId])
+);
 CREATE TABLE [Users] (
     [Id] int NOT NULL IDENTITY,
-    [Name] nvarchar(450) NOT NULL,
-    CONSTRAINT [PK_Users] PRIMARY KEY ([Id]));
-INSERT INTO [__EFMigrationsHistory] VALUES (N'20250101000000_Initial', N'8.0.8');
+    [Name] nvarchar(max) NOT NULL,
+    CONSTRAINT [PK_Users] PRIMARY KEY ([Id])
+);
+INSERT INTO [__EFMigrationsHistory] ([MigrationId], [ProductVersion])
+VALUES (N'20250101000000_Initial', N'11.0.0');
 INSERT INTO [Users] ([Name]) VALUES (N'alice'), (N'bob'), (N'carol'), (N'dave'), (N'erin');
+`
+
+// MSSQLConvention is shape 1 on SQL Server: User.Followers and
+// User.Following with no join entity and nothing configured. EF names the
+// table UserUser; its SqlServerOnDeleteConvention, since two cascading
+// keys to one table are refused by SQL Server (Msg 1785, "may cause cycles
+// or multiple cascade paths"), makes the key of the first skip navigation
+// by name, Followers (whose key is FollowingId), ClientCascade, which its
+// migrations write as no ON DELETE clause (NO ACTION), and leaves
+// FollowersId's Cascade.
+const MSSQLConvention = MSSQLUsers + `CREATE TABLE [UserUser] (
+    [FollowersId] int NOT NULL,
+    [FollowingId] int NOT NULL,
+    CONSTRAINT [PK_UserUser] PRIMARY KEY ([FollowersId], [FollowingId]),
+    CONSTRAINT [FK_UserUser_Users_FollowersId] FOREIGN KEY ([FollowersId]) REFERENCES [Users] ([Id]) ON DELETE CASCADE,
+    CONSTRAINT [FK_UserUser_Users_FollowingId] FOREIGN KEY ([FollowingId]) REFERENCES [Users] ([Id])
+);
+CREATE INDEX [IX_UserUser_FollowingId] ON [UserUser] ([FollowingId]);
+`
+
+// MSSQLJoinEntity is shape 2 on SQL Server, the article's explicit join
+// entity:
+//
+//	public class Follow
+//	{
+//	    public int FollowerId { get; set; }
+//	    public User Follower { get; set; } = null!;
+//	    public int FolloweeId { get; set; }
+//	    public User Followee { get; set; } = null!;
+//	    public DateTime CreatedAt { get; set; }
+//	}
+//	modelBuilder.Entity<Follow>().HasKey(f => new { f.FollowerId, f.FolloweeId });
+//	modelBuilder.Entity<Follow>().HasOne(f => f.Follower).WithMany(u => u.Following)
+//	    .HasForeignKey(f => f.FollowerId).OnDelete(DeleteBehavior.Restrict);
+//	modelBuilder.Entity<Follow>().HasOne(f => f.Followee).WithMany(u => u.Followers)
+//	    .HasForeignKey(f => f.FolloweeId).OnDelete(DeleteBehavior.Cascade);
+//
+// DateTime is datetime2 (scale 7); Restrict is written ON DELETE NO
+// ACTION, SQL Server having no RESTRICT; the key's column FolloweeId, not
+// first in the primary key, gets EF's index IX_Follows_FolloweeId.
+const MSSQLJoinEntity = MSSQLUsers + `CREATE TABLE [Follows] (
+    [FollowerId] int NOT NULL,
+    [FolloweeId] int NOT NULL,
+    [CreatedAt] datetime2 NOT NULL,
+    CONSTRAINT [PK_Follows] PRIMARY KEY ([FollowerId], [FolloweeId]),
+    CONSTRAINT [FK_Follows_Users_FolloweeId] FOREIGN KEY ([FolloweeId]) REFERENCES [Users] ([Id]) ON DELETE CASCADE,
+    CONSTRAINT [FK_Follows_Users_FollowerId] FOREIGN KEY ([FollowerId]) REFERENCES [Users] ([Id]) ON DELETE NO ACTION
+);
+CREATE INDEX [IX_Follows_FolloweeId] ON [Follows] ([FolloweeId]);
 `
 
 // UserUserRows inserts the pairs into UserUser.
