@@ -1,6 +1,8 @@
 package db
 
 import (
+	"database/sql"
+	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -10,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	mssql "github.com/microsoft/go-mssqldb"
 
 	"follows/db/adopt"
 )
@@ -284,4 +288,245 @@ func openSQLServerLive(t *testing.T, why string) *Store {
 		return nil
 	}
 	return openSQLServer(t)
+}
+
+// sqlserverLockTimeout is a connection of its own that waits at most a
+// second for a lock: a statement that would queue behind another
+// transaction's lock fails at once with Msg 1222 ("Lock request time out
+// period exceeded") instead.
+func sqlserverLockTimeout(t *testing.T, s *Store) *sql.Conn {
+	t.Helper()
+	conn, err := s.db.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := conn.ExecContext(t.Context(), `SET LOCK_TIMEOUT 1000`); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// The counts change only when a follow comes, goes or changes an end, as
+// SQLite's and PostgreSQL's UPDATE OF FollowerId, FolloweeId triggers
+// fire. T-SQL has none: the trigger returns before touching Users for an
+// UPDATE (rows in both inserted and deleted) of neither column. UPDATE()
+// is asked of nothing else: it is TRUE for every column of an INSERT
+// ("IF UPDATE returns the TRUE value in INSERT actions", UPDATE()), and
+// its documentation says nothing of a DELETE. With MSSQL_DSN: muting a
+// follow while another transaction holds both users' rows exclusively
+// does not wait, and the counts stay exact through a follow, a mute and
+// an unfollow.
+func TestSQLServerCountTriggerSkipsSettingChanges(t *testing.T) {
+	body := sqlserverTrigger(t, "TR_Follows_Counts")
+	guard := "AS BEGIN SET NOCOUNT ON; IF EXISTS (SELECT 1 FROM inserted) AND EXISTS (SELECT 1 FROM deleted) AND NOT (UPDATE([FollowerId]) OR UPDATE([FolloweeId])) RETURN; UPDATE u SET [FollowerCount]"
+	if !strings.Contains(body, guard) {
+		t.Errorf("TR_Follows_Counts does not return, before its first UPDATE of Users, for an UPDATE of neither end:\n%s", body)
+	}
+	s := openSQLServerLive(t, "to mute a follow while both users are locked")
+	if s == nil {
+		return
+	}
+	ctx := t.Context()
+	a, _ := s.CreateUser(ctx, "muter")
+	b, _ := s.CreateUser(ctx, "muted")
+	if _, err := s.Follow(ctx, a.ID, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback()
+	if _, err := holder.ExecContext(ctx, `SELECT Id FROM Users WITH (XLOCK, ROWLOCK, HOLDLOCK) WHERE Id IN (@p1, @p2)`, a.ID, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	conn := sqlserverLockTimeout(t, s)
+	if _, err := conn.ExecContext(ctx, `UPDATE Follows SET Muted = 1, NotificationsEnabled = 0 WHERE FollowerId = @p1 AND FolloweeId = @p2`, a.ID, b.ID); err != nil {
+		t.Errorf("muting a follow while another transaction holds both users: %v; want no wait for Users", err)
+	}
+	if err := holder.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	counts := func(when string, following, followers int) {
+		t.Helper()
+		got, err := s.UsersByID(ctx, []int64{a.ID, b.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[0].FollowingCount != following || got[1].FollowerCount != followers {
+			t.Errorf("%s: following %d, followers %d; want %d, %d", when, got[0].FollowingCount, got[1].FollowerCount, following, followers)
+		}
+	}
+	counts("after the mute", 1, 1)
+	if _, err := s.rawExec(`DELETE FROM Follows WHERE FollowerId = ? AND FolloweeId = ?`, a.ID, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	counts("after the unfollow", 0, 0)
+}
+
+// Deactivating or deleting an account locks the row of everyone around it
+// and updates each: past 5,000 locks in one statement SQL Server would
+// escalate to a lock on all of Users ("Lock escalation is triggered when
+// lock escalation isn't disabled on the table by using the ALTER TABLE
+// SET LOCK_ESCALATION option, and when ... a single Transact-SQL statement
+// acquires at least 5,000 locks on a single nonpartitioned table or
+// index", Transaction locking and row versioning guide), and every
+// sign-up would wait for the commit. With MSSQL_DSN: deactivating an
+// account with 6,000 followers holds row locks only, and a sign-up meanwhile
+// does not wait.
+func TestSQLServerUsersKeepRowLocks(t *testing.T) {
+	files := sqlserverMigrationFiles(t)
+	var all []string
+	for _, m := range files {
+		for _, stmt := range m.up {
+			all = append(all, tsqlCode(stmt))
+		}
+	}
+	if !slices.Contains(all, "ALTER TABLE [Users] SET (LOCK_ESCALATION = DISABLE);") {
+		t.Error("no migration disables lock escalation on Users")
+	}
+	s := openSQLServerLive(t, "to deactivate an account with 6,000 followers during a sign-up")
+	if s == nil {
+		return
+	}
+	ctx := t.Context()
+	star, err := s.CreateUser(ctx, "star")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.rawExec(`INSERT INTO Users (Name) SELECT CONCAT(N'fan', n) FROM (
+    SELECT TOP (6000) ROW_NUMBER() OVER (ORDER BY (SELECT NULL)) AS n FROM sys.all_objects AS a CROSS JOIN sys.all_objects AS b) AS t`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.rawExec(`INSERT INTO Follows (FollowerId, FolloweeId) SELECT Id, ? FROM Users WHERE Name LIKE N'fan%'`, star.ID); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	// What SetDeactivated runs, left uncommitted.
+	steps := []struct {
+		q    string
+		args []any
+	}{
+		{s.q.lockAroundUser, []any{star.ID, star.ID, star.ID}},
+		{deactivateUser, []any{s.d.timeArg(nowUTC()), star.ID}},
+		{recountAround, []any{star.ID, star.ID, star.ID}},
+	}
+	for _, st := range steps {
+		if _, err := tx.ExecContext(ctx, s.d.rebind(st.q), st.args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var keys, tableLocks int
+	if err := tx.QueryRowContext(ctx, `SELECT
+    COUNT(CASE WHEN l.resource_type = 'KEY' THEN 1 END),
+    COUNT(CASE WHEN l.resource_type = 'OBJECT' AND l.resource_associated_entity_id = OBJECT_ID(N'Users')
+               AND l.request_mode NOT IN ('IS', 'IU', 'IX', 'Sch-S') THEN 1 END)
+FROM sys.dm_tran_locks AS l WHERE l.request_session_id = @@SPID AND l.resource_database_id = DB_ID()`).Scan(&keys, &tableLocks); err != nil {
+		t.Fatal(err)
+	}
+	if keys < 6000 {
+		t.Errorf("the deactivation holds %d key locks; want one for each of the 6,000 followers at least", keys)
+	}
+	if tableLocks != 0 {
+		t.Errorf("the deactivation holds %d locks on the whole of Users; want row locks only", tableLocks)
+	}
+	conn := sqlserverLockTimeout(t, s)
+	if _, err := conn.ExecContext(ctx, `INSERT INTO Users (Name) VALUES (N'newcomer')`); err != nil {
+		t.Errorf("a sign-up during the deactivation: %v; want no wait", err)
+	}
+}
+
+// Names compare case-insensitively whatever the database's default
+// collation, as on SQLite (NOCASE) and PostgreSQL (lower()): migration 11
+// refuses names that would collide before it changes anything, then
+// drops what a collation change needs gone ("You cannot change the
+// collation of a column that is currently referenced by ... An index ...
+// Distribution statistics, either generated automatically or by the
+// CREATE STATISTICS statement", Set or Change the Column Collation),
+// alters the column and makes the index again. Adoption replays the
+// migration on an EF Core database: no statement of it is one adoption
+// would skip as already there (an ALTER TABLE ... ADD, a CREATE INDEX),
+// and the schema script prints it. With MSSQL_DSN: "Alice" takes "alice",
+// and the migration's check refuses a table holding both.
+func TestSQLServerNameCollation(t *testing.T) {
+	files := sqlserverMigrationFiles(t)
+	m := files[len(files)-1]
+	if m.version != 11 || len(m.up) == 0 {
+		t.Fatalf("the last SQL Server migration is %s, want 00011 with an Up section", m.name)
+	}
+	first := tsqlCode(m.up[0])
+	order := []string{
+		"collation_name <> N'Latin1_General_100_CI_AS'",
+		"THROW 50000, @message, 1;",
+		"DROP STATISTICS [Users].",
+		"DROP INDEX IF EXISTS [IX_Users_Name] ON [Users];",
+		"ALTER TABLE [Users] ALTER COLUMN [Name] nvarchar(450) COLLATE Latin1_General_100_CI_AS NOT NULL;",
+		"CREATE UNIQUE INDEX [IX_Users_Name] ON [Users] ([Name]);",
+	}
+	at := 0
+	for _, step := range order {
+		i := strings.Index(first[at:], step)
+		if i < 0 {
+			t.Fatalf("migration 11's first statement lacks, or misplaces, %q:\n%s", step, first)
+		}
+		at += i + len(step)
+	}
+	skipped := regexp.MustCompile(`(?is)^(CREATE\s+(UNIQUE\s+)?INDEX|ALTER TABLE\s+\S+\s+ADD\s)`)
+	script, err := SchemaScript("sqlserver")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range m.up {
+		if skipped.MatchString(tsqlCode(stmt)) {
+			t.Errorf("adoption would skip this statement of migration 11 when its object exists:\n%s", stmt)
+		}
+		if !strings.Contains(script, stmt) {
+			t.Errorf("the schema script lacks this statement of migration 11:\n%s", stmt)
+		}
+	}
+	s := openSQLServerLive(t, "to sign up Alice and alice, and run the check on a table holding both")
+	if s == nil {
+		return
+	}
+	ctx := t.Context()
+	var collation string
+	if err := s.rawQueryRow(`SELECT collation_name FROM sys.columns WHERE object_id = OBJECT_ID(N'Users') AND name = N'Name'`).Scan(&collation); err != nil {
+		t.Fatal(err)
+	}
+	if collation != "Latin1_General_100_CI_AS" {
+		t.Errorf("Users.Name's collation is %s, want Latin1_General_100_CI_AS", collation)
+	}
+	if _, err := s.CreateUser(ctx, "Alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateUser(ctx, "alice"); !errors.Is(err, ErrNameTaken) {
+		t.Errorf("signing up alice beside Alice: %v, want ErrNameTaken", err)
+	}
+	// The check, on a column made case-sensitive for the test and put
+	// back by the rollback.
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	for _, q := range []string{
+		`DROP INDEX [IX_Users_Name] ON [Users]`,
+		`ALTER TABLE [Users] ALTER COLUMN [Name] nvarchar(450) COLLATE Latin1_General_100_CS_AS NOT NULL`,
+		`CREATE UNIQUE INDEX [IX_Users_Name] ON [Users] ([Name])`,
+		`INSERT INTO Users (Name) VALUES (N'alice')`,
+	} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	_, err = tx.ExecContext(ctx, m.up[0])
+	var me mssql.Error
+	if !errors.As(err, &me) || me.Number != 50000 || !strings.Contains(me.Message, "Alice") || !strings.Contains(me.Message, "alice") {
+		t.Errorf("migration 11 on a table holding Alice and alice: %v; want error 50000 naming both", err)
+	}
 }
