@@ -1,6 +1,7 @@
 package db
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -14,8 +15,10 @@ import (
 	"testing"
 
 	mssql "github.com/microsoft/go-mssqldb"
+	"github.com/pressly/goose/v3"
 
 	"follows/db/adopt"
+	"follows/db/pgtest"
 )
 
 // The SQL Server migrations are read here as SQL Server would run them,
@@ -528,5 +531,73 @@ func TestSQLServerNameCollation(t *testing.T) {
 	var me mssql.Error
 	if !errors.As(err, &me) || me.Number != 50000 || !strings.Contains(me.Message, "Alice") || !strings.Contains(me.Message, "alice") {
 		t.Errorf("migration 11 on a table holding Alice and alice: %v; want error 50000 naming both", err)
+	}
+}
+
+// Migrating down to the counters of version 2 leaves a database whose
+// follows still count: no Down leaves a trigger reading a column it has
+// dropped (SQL Server's migration 3 did). SQLite and PostgreSQL always,
+// SQL Server with MSSQL_DSN, its shared database migrated up again after.
+func TestMigrateDownToCounters(t *testing.T) {
+	for _, d := range []struct {
+		name string
+		open opener
+	}{{"sqlite", openTestStore}, {"postgres", openPostgres}, {"sqlserver", openSQLServer}} {
+		t.Run(d.name, func(t *testing.T) {
+			if d.name == "postgres" && !pgtest.Available() {
+				t.Skip(pgtest.SkipMessage("migrating PostgreSQL down"))
+			}
+			s := d.open(t)
+			ctx := t.Context()
+			fsys, err := fs.Sub(migrations, "migrations/"+s.d.name())
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := goose.NewProvider(s.d.gooseDialect(), s.db, fsys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.DownTo(ctx, 2); err != nil {
+				t.Fatalf("down to version 2: %v", err)
+			}
+			if d.name == "sqlserver" {
+				t.Cleanup(func() {
+					if _, err := p.Up(context.Background()); err != nil {
+						t.Errorf("migrate the shared database up again: %v", err)
+					}
+				})
+			}
+			ids := map[string]int64{}
+			for _, name := range []string{"down_a", "down_b"} {
+				if _, err := s.rawExec(`INSERT INTO Users (Name) VALUES (?)`, name); err != nil {
+					t.Fatal(err)
+				}
+				var id int64
+				if err := s.rawQueryRow(`SELECT Id FROM Users WHERE Name = ?`, name).Scan(&id); err != nil {
+					t.Fatal(err)
+				}
+				ids[name] = id
+			}
+			counts := func(when string, want int) {
+				t.Helper()
+				var following, followers int
+				err := s.rawQueryRow(`SELECT (SELECT FollowingCount FROM Users WHERE Id = ?), (SELECT FollowerCount FROM Users WHERE Id = ?)`,
+					ids["down_a"], ids["down_b"]).Scan(&following, &followers)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if following != want || followers != want {
+					t.Errorf("%s: following %d, followers %d; want %d", when, following, followers, want)
+				}
+			}
+			if _, err := s.rawExec(`INSERT INTO Follows (FollowerId, FolloweeId) VALUES (?, ?)`, ids["down_a"], ids["down_b"]); err != nil {
+				t.Fatalf("a follow at version 2: %v", err)
+			}
+			counts("after the follow", 1)
+			if _, err := s.rawExec(`DELETE FROM Follows WHERE FollowerId = ? AND FolloweeId = ?`, ids["down_a"], ids["down_b"]); err != nil {
+				t.Fatalf("an unfollow at version 2: %v", err)
+			}
+			counts("after the unfollow", 0)
+		})
 	}
 }
