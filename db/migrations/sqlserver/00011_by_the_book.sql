@@ -10,7 +10,11 @@
 -- MS-TDS LOGIN7: "Set if the client is the ODBC driver. This causes the
 -- server to set ANSI_DEFAULTS to ON", which turns QUOTED_IDENTIFIER and
 -- ANSI_NULLS on), so every statement here, and every one the server runs,
--- has it. A script run by hand must say SET QUOTED_IDENTIFIER ON itself.
+-- has it; a trigger keeps the setting it was created under for good (SET
+-- QUOTED_IDENTIFIER: it is captured when a trigger is created). A script
+-- run by hand must say SET QUOTED_IDENTIFIER ON itself, and so must any
+-- other client whose driver does not set it (not checked here for
+-- SqlClient, whose sessions EF Core's writes run on).
 
 -- +goose Up
 -- Names compare case-insensitively whatever the database's default
@@ -61,18 +65,20 @@ END;
 
 -- Deleting users reports one row a user, to every caller. The trigger's
 -- own statements send no count (SET NOCOUNT: "SET NOCOUNT ON prevents the
--- sending of DONEINPROC messages to the client for each statement"), so
--- the rows affected a driver adds up (go-mssqldb sums every DONE and
--- DONEINPROC count; SqlCommand.ExecuteNonQuery: "When a trigger exists on
--- a table being inserted or updated, the return value includes the
--- number of rows affected by both ... and the number of rows affected by
--- the trigger") are the replaced DELETE's own count: the rows it named,
--- the rows in deleted, which an INSTEAD OF trigger's statement reports
--- whatever the trigger does with them (no Microsoft page says so in as
--- many words; the live test holds it). NOCOUNT never touched @@ROWCOUNT
--- ("The @@ROWCOUNT function is updated even when SET NOCOUNT is ON"),
--- which EF Core reads after its DELETE. Before, the last DELETE ran under
--- NOCOUNT OFF: every deleted user was counted twice, and EF Core's
+-- sending of DONEINPROC messages to the client for each statement"; a SET
+-- in a trigger lasts until the trigger returns, CREATE TRIGGER). What a
+-- driver adds up is then the replaced DELETE's own count, the rows it
+-- named, the rows in deleted: go-mssqldb sums every DONE and DONEINPROC
+-- count, and SqlClient (so EF Core's ExecuteDelete) likewise
+-- (SqlCommand.ExecuteNonQuery: "When SET NOCOUNT ON is set ... as part of
+-- a trigger initiated by the execution of the command, the rows affected
+-- by individual statements stop contributing to the count"). That an
+-- INSTEAD OF trigger's statement reports its rows whatever the trigger
+-- does with them no Microsoft page says in so many words; the live test
+-- holds it. NOCOUNT never touched @@ROWCOUNT ("The @@ROWCOUNT function is
+-- updated even when SET NOCOUNT is ON"), which EF Core's SaveChanges
+-- reads after its DELETE with HasTrigger. Before, the last DELETE ran
+-- under NOCOUNT OFF: every deleted user was counted twice, and
 -- ExecuteDelete returned 2N.
 -- +goose StatementBegin
 ALTER TRIGGER [TR_Users_Delete] ON [Users] INSTEAD OF DELETE AS
