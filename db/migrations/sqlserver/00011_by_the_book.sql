@@ -10,11 +10,16 @@
 -- MS-TDS LOGIN7: "Set if the client is the ODBC driver. This causes the
 -- server to set ANSI_DEFAULTS to ON", which turns QUOTED_IDENTIFIER and
 -- ANSI_NULLS on), so every statement here, and every one the server runs,
--- has it; a trigger keeps the setting it was created under for good (SET
--- QUOTED_IDENTIFIER: it is captured when a trigger is created). A script
--- run by hand must say SET QUOTED_IDENTIFIER ON itself, and so must any
--- other client whose driver does not set it (not checked here for
--- SqlClient, whose sessions EF Core's writes run on).
+-- has it: the name check below calls an XML method (.value), which needs
+-- it too ("SET QUOTED_IDENTIFIER must be ON when you invoke XML data type
+-- methods"). A trigger keeps the setting of the batch that created or
+-- altered it (SET QUOTED_IDENTIFIER, of stored procedures: "Static
+-- Transact-SQL in a stored procedure is parsed using the QUOTED_IDENTIFIER
+-- setting in effect for the batch that created or altered" it), so the
+-- two ALTER TRIGGERs below also mend triggers a hand-run script made
+-- under OFF. A script run by hand must say SET QUOTED_IDENTIFIER ON
+-- itself, and so must any client whose driver does not (not checked here
+-- for SqlClient, whose sessions EF Core's writes run on).
 
 -- +goose Up
 -- Names compare case-insensitively whatever the database's default
