@@ -394,14 +394,23 @@ func TestSQLServerUsersKeepRowLocks(t *testing.T) {
 		return
 	}
 	ctx := t.Context()
+	// The followers are a small part of Users, as on a real graph, so
+	// that the locking read seeks their rows: a scan under HOLDLOCK would
+	// hold a range lock on every key it passes, the last one too, and the
+	// sign-up's new key would wait for that, escalation or not.
+	users := func(prefix string, n int) {
+		t.Helper()
+		if _, err := s.rawExec(`INSERT INTO Users (Name) SELECT CONCAT(?, n) FROM (
+    SELECT TOP (?) ROW_NUMBER() OVER (ORDER BY (SELECT NULL)) AS n FROM sys.all_objects AS a CROSS JOIN sys.all_objects AS b) AS t`, prefix, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	users("crowd", 200000)
 	star, err := s.CreateUser(ctx, "star")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.rawExec(`INSERT INTO Users (Name) SELECT CONCAT(N'fan', n) FROM (
-    SELECT TOP (6000) ROW_NUMBER() OVER (ORDER BY (SELECT NULL)) AS n FROM sys.all_objects AS a CROSS JOIN sys.all_objects AS b) AS t`); err != nil {
-		t.Fatal(err)
-	}
+	users("fan", 6000)
 	if _, err := s.rawExec(`INSERT INTO Follows (FollowerId, FolloweeId) SELECT Id, ? FROM Users WHERE Name LIKE N'fan%'`, star.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +429,7 @@ func TestSQLServerUsersKeepRowLocks(t *testing.T) {
 		{recountAround, []any{star.ID, star.ID, star.ID}},
 	}
 	for _, st := range steps {
-		if _, err := tx.ExecContext(ctx, s.d.rebind(st.q), st.args...); err != nil {
+		if _, err := tx.ExecContext(ctx, s.d.rebind(st.q), runner{s: s}.args(st.args)...); err != nil {
 			t.Fatal(err)
 		}
 	}
