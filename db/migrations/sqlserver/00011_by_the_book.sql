@@ -146,9 +146,11 @@ END;
 -- follow's count update waits for the commit. DISABLE keeps row locks
 -- ("Prevents lock escalation in most cases"; the exception is a scan of a
 -- heap under SERIALIZABLE, and Users has a clustered key). The cost is
--- lock memory for as long as the transaction runs, about 100 bytes a lock
--- ("Lock escalation" in the Transaction locking and row versioning
--- guide): some 100 MB for an account around a million users.
+-- lock memory for as long as the transaction runs ("Each lock consumes
+-- memory (96 bytes per lock)", Server configuration: locks): some 100 MB
+-- for an account around a million users. Past 60 percent of the engine's
+-- memory "further requests for locks generate an error" (Msg 1204) where
+-- escalation would have taken the table.
 --
 -- Follows keeps escalation: deleting an account with over 5,000 follow
 -- rows may lock all of Follows until it commits, but disabling it there
