@@ -25,15 +25,16 @@
 -- Names compare case-insensitively whatever the database's default
 -- collation: under a case-sensitive or binary one IX_Users_Name would take
 -- both "Alice" and "alice", which SQLite (NOCASE) and PostgreSQL (lower())
--- refuse. Nothing changes before the check: names that would collide
--- under the new collation end the migration (THROW, error 50000) with the
--- names in the message. The column's statistics go first ("Set or Change
--- the Column Collation": a column's collation cannot change while an
--- index or distribution statistics, "either generated automatically or by
--- the CREATE STATISTICS statement", refer to it), then the index, which is
--- made again on the altered column. A column with this collation already
--- (a database made after this migration, or one adoption altered) is left
--- as it is.
+-- refuse. Nothing changes before the check: names that would collide under
+-- the new collation end the migration (THROW, error 50000) with the names
+-- in the message (a % doubled: THROW: "% is a reserved character in the
+-- message text of a THROW statement and must be escaped"). The column's
+-- statistics go first ("Set or Change the Column Collation": a column's
+-- collation cannot change while an index or distribution statistics,
+-- "either generated automatically or by the CREATE STATISTICS statement",
+-- refer to it), then the index, which is made again on the altered column.
+-- A column with this collation already (a database made after this
+-- migration, or one adoption altered) is left as it is.
 -- +goose StatementBegin
 IF EXISTS (SELECT 1 FROM sys.columns AS c
            WHERE c.object_id = OBJECT_ID(N'[Users]') AND c.name = N'Name'
@@ -49,7 +50,7 @@ BEGIN
         FOR XML PATH(''), TYPE).value('.', 'nvarchar(max)'), 1, 2, N'');
     IF @taken IS NOT NULL
     BEGIN
-        DECLARE @message nvarchar(2048) = LEFT(N'Users.Name: these names differ only in case and cannot stay apart under Latin1_General_100_CI_AS; rename all but one of each, then start again: ' + @taken, 2048);
+        DECLARE @message nvarchar(2048) = LEFT(N'Users.Name: these names differ only in case and cannot stay apart under Latin1_General_100_CI_AS; rename all but one of each, then start again: ' + REPLACE(@taken, N'%', N'%%'), 2048);
         THROW 50000, @message, 1;
     END;
     DECLARE @dropStatistics nvarchar(max) = (
