@@ -70,8 +70,10 @@ func (*sqlserverDialect) scanTime(v any) (time.Time, error) { return scanSQLServ
 func (*sqlserverDialect) classify(err error) error          { return classifySQLServer(err) }
 func (*sqlserverDialect) adoption() adopt.Dialect           { return sqlserverAdoptionOnce() }
 
+// checkServer reads the settings the store and its triggers depend on
+// (sqlserver_settings.go).
 func (*sqlserverDialect) checkServer(ctx context.Context, db *sql.DB) error {
-	return checkCompatibilityLevel(ctx, db)
+	return checkServerSettings(ctx, db)
 }
 
 // exportTx is READ COMMITTED: go-mssqldb has no read-only transaction and
@@ -160,33 +162,6 @@ JOIN Blocks AS b ON b.BlockerId = p.a AND b.BlockedId = p.b`
 
 func (*sqlserverDialect) mutualCounts() string {
 	return `SELECT k.Id, ` + mutualCount("k.Id") + ` FROM OPENJSON(?) WITH (Id int '$') AS k`
-}
-
-// minCompatibilityLevel is the lowest database compatibility level at
-// which OPENJSON, which every batch statement reads its parameter with,
-// exists (SQL Server 2016's level). A database restored from an older
-// server keeps its old level, and its first batch would fail with
-// "Invalid object name 'OPENJSON'" long after start.
-const minCompatibilityLevel = 130
-
-// checkCompatibilityLevel refuses, at start, a database whose
-// compatibility level is below minCompatibilityLevel.
-func checkCompatibilityLevel(ctx context.Context, db *sql.DB) error {
-	var name string
-	var level int
-	err := db.QueryRowContext(ctx, `SELECT d.name, CAST(d.compatibility_level AS int) FROM sys.databases AS d WHERE d.name = DB_NAME()`).Scan(&name, &level)
-	if err != nil {
-		return fmt.Errorf("read the database's compatibility level: %w", err)
-	}
-	return compatibilityError(name, level)
-}
-
-func compatibilityError(name string, level int) error {
-	if level >= minCompatibilityLevel {
-		return nil
-	}
-	return fmt.Errorf("database %q has compatibility level %d; the server needs %d or higher (SQL Server 2016) for OPENJSON: run ALTER DATABASE [%s] SET COMPATIBILITY_LEVEL = %d",
-		name, level, minCompatibilityLevel, name, minCompatibilityLevel)
 }
 
 // appLock is goose's SessionLocker on SQL Server: an exclusive

@@ -54,6 +54,36 @@ END;
 -- +goose StatementEnd
 
 -- +goose Down
+-- Migration 2's count triggers come back before the column goes: the ones
+-- above read "DeactivatedAt", which SQLite, once the column is gone, reads
+-- as a string literal, so no follow would count.
+DROP TRIGGER "TR_Follows_Insert_Counts";
+DROP TRIGGER "TR_Follows_Delete_Counts";
+DROP TRIGGER "TR_Follows_Update_Counts";
+
+-- +goose StatementBegin
+CREATE TRIGGER "TR_Follows_Insert_Counts" AFTER INSERT ON "Follows" BEGIN
+    UPDATE "Users" SET "FollowerCount" = "FollowerCount" + 1 WHERE "Id" = NEW."FolloweeId";
+    UPDATE "Users" SET "FollowingCount" = "FollowingCount" + 1 WHERE "Id" = NEW."FollowerId";
+END;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE TRIGGER "TR_Follows_Delete_Counts" AFTER DELETE ON "Follows" BEGIN
+    UPDATE "Users" SET "FollowerCount" = "FollowerCount" - 1 WHERE "Id" = OLD."FolloweeId";
+    UPDATE "Users" SET "FollowingCount" = "FollowingCount" - 1 WHERE "Id" = OLD."FollowerId";
+END;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE TRIGGER "TR_Follows_Update_Counts" AFTER UPDATE OF "FollowerId", "FolloweeId" ON "Follows" BEGIN
+    UPDATE "Users" SET "FollowerCount" = "FollowerCount" - 1 WHERE "Id" = OLD."FolloweeId";
+    UPDATE "Users" SET "FollowingCount" = "FollowingCount" - 1 WHERE "Id" = OLD."FollowerId";
+    UPDATE "Users" SET "FollowerCount" = "FollowerCount" + 1 WHERE "Id" = NEW."FolloweeId";
+    UPDATE "Users" SET "FollowingCount" = "FollowingCount" + 1 WHERE "Id" = NEW."FollowerId";
+END;
+-- +goose StatementEnd
+
 DROP TABLE "Blocks";
 ALTER TABLE "Users" DROP COLUMN "DeactivatedAt";
 ALTER TABLE "Follows" DROP COLUMN "NotificationsEnabled";

@@ -45,6 +45,28 @@ END;
 -- +goose StatementEnd
 
 -- +goose Down
+-- The count trigger goes back to migration 2's body first: the body above
+-- reads Users.DeactivatedAt, and a trigger left reading a dropped column
+-- fails every later write to Follows (Msg 207, invalid column name), as
+-- PostgreSQL's Down also restores its earlier function first.
+-- +goose StatementBegin
+ALTER TRIGGER [TR_Follows_Counts] ON [Follows] AFTER INSERT, UPDATE, DELETE AS
+BEGIN
+    SET NOCOUNT ON;
+    UPDATE u SET [FollowerCount] = u.[FollowerCount] + c.n
+    FROM [Users] AS u
+    JOIN (SELECT Id, SUM(n) AS n FROM (
+            SELECT [FolloweeId] AS Id, 1 AS n FROM inserted
+            UNION ALL SELECT [FolloweeId], -1 FROM deleted) AS x
+          GROUP BY Id) AS c ON c.Id = u.[Id];
+    UPDATE u SET [FollowingCount] = u.[FollowingCount] + c.n
+    FROM [Users] AS u
+    JOIN (SELECT Id, SUM(n) AS n FROM (
+            SELECT [FollowerId] AS Id, 1 AS n FROM inserted
+            UNION ALL SELECT [FollowerId], -1 FROM deleted) AS x
+          GROUP BY Id) AS c ON c.Id = u.[Id];
+END;
+-- +goose StatementEnd
 DROP TABLE [Blocks];
 ALTER TABLE [Users] DROP COLUMN [DeactivatedAt];
 ALTER TABLE [Follows] DROP CONSTRAINT [DF_Follows_Muted], [DF_Follows_NotificationsEnabled];

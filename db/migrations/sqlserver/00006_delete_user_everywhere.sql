@@ -11,7 +11,15 @@
 -- FollowerId foreign key still refuses a user who follows someone, as on
 -- the other dialects. An EF Core model must declare the trigger
 -- (HasTrigger): SQL Server refuses OUTPUT without INTO (error 334) on a
--- table with any trigger.
+-- table with an enabled trigger for the statement's own action ("OUTPUT
+-- clause": "the target of the DML operation can't have any enabled
+-- trigger defined on it for the given DML action"), so EF Core's DELETE
+-- from Users would fail; an INSERT into Users, which has no INSERT
+-- trigger, may still use OUTPUT.
+--
+-- (Migration 11 rewrites TR_Users_Delete with NOCOUNT ON throughout: the
+-- NOCOUNT OFF below made drivers count each deleted user twice, and never
+-- changed @@ROWCOUNT.)
 --
 -- The count trigger no longer needs the other end's row: a follow counts
 -- unless its other end is there and deactivated, so a cascade that deleted
