@@ -99,8 +99,11 @@ type dialectStatements interface {
 // has; the store asserts for them where it needs them.
 type (
 	// rowLocker locks, until the transaction ends, the users a write
-	// transaction reads first, always in Id order, so that no two
-	// transactions wait for each other's users: act the two it acts on
+	// transaction reads first, in Id order where the dialect locks rows
+	// in the order it returns them (PostgreSQL's FOR NO KEY UPDATE), so
+	// that no two transactions wait for each other's users; SQL Server
+	// locks in its plan's order, and its rare deadlocks are run again
+	// (see sqlserverDialect.rowLocks): act the two it acts on
 	// (see requireUsers), so that neither is deleted, deactivated or
 	// blocked meanwhile and writers of the same users queue; around a
 	// user being deleted or deactivated and the users around it, whose

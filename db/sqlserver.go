@@ -89,8 +89,16 @@ func (*sqlserverDialect) sessionLocker() (lock.SessionLocker, error) {
 
 // rowLocks: UPDLOCK queues writers of the same users (two U locks
 // conflict, a reader's S lock does not), HOLDLOCK keeps it to the commit.
+// HOLDLOCK is SERIALIZABLE for the table ("Table Hints (Transact-SQL)"):
+// a scan of Users under it would lock ranges between the keys it passes
+// and hold every sign-up until the commit, so FORCESEEK makes the read
+// seek the primary key for each id, as the IN list and the follows of
+// aroundUser allow (a plan that cannot seek fails with 8622 rather than
+// scanning). The order the engine takes these locks in is the plan's,
+// not the ORDER BY's; the deadlocks that can come of it (1205) are run
+// again (see classify).
 func (*sqlserverDialect) rowLocks() (act, around lockClause) {
-	l := lockClause{hint: " WITH (UPDLOCK, HOLDLOCK)"}
+	l := lockClause{hint: " WITH (UPDLOCK, HOLDLOCK, FORCESEEK)"}
 	return l, l
 }
 
@@ -125,8 +133,9 @@ END;`
 const eventLockTimeoutMS = 10000
 
 // insertFollow uses OUTPUT ... INTO, because SQL Server refuses a bare
-// OUTPUT clause on a table with triggers (error 334), and Follows has the
-// count triggers. UPDLOCK, HOLDLOCK makes the existence check and the
+// OUTPUT clause on a table with an enabled trigger for the statement's
+// action (error 334; "OUTPUT clause (Transact-SQL)"), and Follows's count
+// trigger is AFTER INSERT. UPDLOCK, HOLDLOCK makes the existence check and the
 // insert one step for concurrent follows of the same pair; a duplicate
 // key that slips through is classified as "already".
 func (*sqlserverDialect) insertFollow() string {

@@ -384,3 +384,16 @@ func TestClassifySQLServerTranslatedMessages(t *testing.T) {
 		})
 	}
 }
+
+// The reads that lock users on SQL Server seek the primary key: under
+// HOLDLOCK (SERIALIZABLE) a scan would take range locks between the keys
+// it passes, and every sign-up would wait for a deactivation's commit,
+// whatever LOCK_ESCALATION says.
+func TestSQLServerRowLocksSeek(t *testing.T) {
+	q := newStatements(&sqlserverDialect{})
+	for name, stmt := range map[string]string{"selectPairUsers": q.selectPairUsers, "lockAroundUser": q.lockAroundUser} {
+		if !strings.Contains(stmt, "WITH (UPDLOCK, HOLDLOCK, FORCESEEK)") {
+			t.Errorf("%s locks without FORCESEEK:\n%s", name, stmt)
+		}
+	}
+}
