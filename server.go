@@ -6,7 +6,7 @@
 //	follows export -dir D              write the graph as a folder import reads, changing nothing
 //	follows copy -from DSN -to DSN     move a graph straight between databases
 //	follows migrate [-dry-run]         adopt an EF Core database, apply migrations
-//	follows schema -dialect sqlserver  print the DDL the migrations apply
+//	follows schema -dialect sqlserver  print the schema as a script to run by hand
 //	follows check-counts               recount follows, repair counts that drifted
 //
 // Run with -h for the flags, or read docs/configuration.md, written from
@@ -69,7 +69,7 @@ var commands = []struct {
 	{"export", "write the graph as a folder import reads, changing nothing", func() command { return &exporter{} }},
 	{"copy", "move a graph straight between databases", func() command { return &copier{} }},
 	{"migrate", "adopt an EF Core database, apply migrations", func() command { return &migrator{} }},
-	{"schema", "print the DDL the migrations apply, touching no database", func() command { return &schema{} }},
+	{"schema", "print the schema as one script a DBA runs on an empty database (sqlcmd, psql, sqlite3), migrations recorded, touching no database", func() command { return &schema{} }},
 	{"check-counts", "recount every user's follows, report and repair counts that drifted", func() command { return &counts{} }},
 }
 
@@ -248,7 +248,8 @@ func (c *counts) run(ctx context.Context, stdout, stderr io.Writer) error {
 }
 
 // schema prints the full DDL script for a dialect, touching no database:
-// what a DBA reviews before the server applies it.
+// what a DBA reviews, or runs by hand on an empty database before the
+// server starts on it (see db.SchemaScript).
 type schema struct{ dialect string }
 
 func (c *schema) flags(fs *flagSet) {
