@@ -157,8 +157,8 @@ END;
 -- rows may lock all of Follows until it commits, but disabling it there
 -- would make the bulk import, which copies every follow in one
 -- transaction, hold a lock for each row of each of its three indexes.
--- (The import copies every user in that transaction too: on Users it
--- holds a lock a user.)
+-- (The import copies every user in that transaction too, so it takes
+-- Users whole first: see beforeUserIDs in db/sqlserver_import.go.)
 ALTER TABLE [Users] SET (LOCK_ESCALATION = DISABLE);
 
 -- +goose Down
