@@ -107,7 +107,9 @@ func postAccept(t *testing.T, ctx context.Context, s *apitest.Server, token, acc
 // stream.
 func TestAcceptNegotiation(t *testing.T) {
 	t.Parallel()
-	s := apitest.Start(t)
+	// A short deadline, which a request that waited for an event would
+	// meet.
+	s := apitest.Start(t, func(c *api.Config) { c.RequestTimeout = 2 * time.Second })
 	ann := s.CreateUser("ann")
 	query := apitest.Body(`{ viewer { name } }`, nil)
 	for _, c := range []struct {
@@ -151,6 +153,17 @@ func TestAcceptNegotiation(t *testing.T) {
 		}
 		cancel()
 		resp.Body.Close()
+	}
+
+	// A subscription whose client accepts no stream is refused at once,
+	// rather than waiting for an event until the deadline.
+	resp := postAccept(t, t.Context(), s, ann.Token, "application/json", apitest.Body(apitest.FollowEventsSubscription, nil))
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var r apitest.Response
+	json.Unmarshal(b, &r)
+	if resp.StatusCode != http.StatusNotAcceptable || r.Code() != api.CodeBadRequest {
+		t.Errorf("a subscription with Accept: application/json: %d %s; want 406 %s", resp.StatusCode, b, api.CodeBadRequest)
 	}
 }
 

@@ -34,7 +34,7 @@ import (
 // extensions as any request (complexity, depth and document limits, the
 // rate limit of mutations). A websocket skips the HTTP middleware that
 // shapes one-shot answers; server-sent events pass through it up to
-// reading the body, under the request's deadline (see wantsStream). A
+// reading the body, under the request's deadline (see streamChoice). A
 // stream has no request deadline after that, and its limits are these.
 
 // Close codes of a subscription websocket, beyond gqlgen's.
@@ -93,7 +93,7 @@ func DefaultStreamConfig() StreamConfig {
 
 // isStream reports whether r opens a websocket. A POST may open a stream
 // of server-sent events too, but that is known only once its body is
-// read (guardRequest, wantsStream): until then it is a request like any.
+// read (guardRequest, streamChoice): until then it is a request like any.
 func isStream(r *http.Request) bool {
 	return httpguts.HeaderValuesContainsToken(r.Header["Upgrade"], "websocket")
 }
