@@ -22,9 +22,9 @@ type answerForm struct {
 	// stream: the client ranks server-sent events above any JSON answer,
 	// so that even a query is answered as a stream (graphql-sse).
 	stream bool
-	// streamable: the client names text/event-stream among what it
-	// accepts, so that a subscription may be answered as a stream although
-	// it ranks a JSON answer first (urql's default Accept).
+	// streamable: the client accepts text/event-stream, so that a
+	// subscription may be answered as a stream although it ranks a JSON
+	// answer first (urql's default Accept) or accepts it by a wildcard.
 	streamable bool
 }
 
@@ -35,12 +35,15 @@ type answerForm struct {
 // is the one of highest q-value, then matched most specifically, then
 // listed first. Wildcards (*/*, application/*) accept a JSON answer,
 // application/json as gqlgen has always given them; only a range that
-// names text/event-stream asks for a stream.
+// names text/event-stream ranks a stream first, while any that accepts
+// it lets a subscription be one.
 func negotiate(accept []string) answerForm {
-	ranges := parseAccept(accept)
-	if len(ranges) == 0 {
-		return answerForm{}
+	if len(accept) == 0 {
+		// No Accept is any media type: JSON for what can have one
+		// answer, a stream for a subscription.
+		return answerForm{streamable: true}
 	}
+	ranges := parseAccept(accept)
 	type choice struct {
 		media       string
 		q           float64
@@ -55,10 +58,10 @@ func negotiate(accept []string) answerForm {
 		q, specificity, position := ranges.match(media)
 		c := choice{media, q, specificity, position}
 		if media == mediaEventStream {
-			if specificity < 2 {
-				continue // a wildcard never asks for a stream
-			}
 			sse = c
+			if specificity < 2 {
+				continue // a wildcard never ranks a stream first
+			}
 		}
 		if q <= 0 {
 			continue
@@ -69,11 +72,10 @@ func negotiate(accept []string) answerForm {
 			best = &c
 		}
 	}
-	var f answerForm
+	f := answerForm{streamable: sse.q > 0}
 	if best == nil {
 		return f
 	}
-	f.streamable = sse.q > 0
 	if best.media == mediaEventStream {
 		f.stream = true
 	} else {

@@ -7,7 +7,7 @@ func TestNegotiate(t *testing.T) {
 		accept string
 		want   answerForm
 	}{
-		{"", answerForm{}},
+		{"", answerForm{streamable: true}},
 		// urql's default: JSON for a query, a stream for a subscription.
 		{"multipart/mixed, application/graphql-response+json, application/graphql+json, application/json, text/event-stream",
 			answerForm{json: mediaGraphQLResponse, streamable: true}},
@@ -17,11 +17,12 @@ func TestNegotiate(t *testing.T) {
 		{"application/graphql-response+json, application/json;q=0.9", answerForm{json: mediaGraphQLResponse}},
 		{"application/json;q=0.9, application/graphql-response+json", answerForm{json: mediaGraphQLResponse}},
 		{"application/json, application/graphql-response+json", answerForm{json: mediaJSON}},
-		// Wildcards: application/json, as gqlgen gave them; never a stream.
-		{"*/*", answerForm{json: mediaJSON}},
+		// Wildcards: application/json, as gqlgen gave them; a stream
+		// for a subscription only.
+		{"*/*", answerForm{json: mediaJSON, streamable: true}},
 		{"application/*", answerForm{json: mediaJSON}},
-		{"text/*", answerForm{}},
-		{"*/*;q=0.1, application/graphql-response+json;q=0.1", answerForm{json: mediaGraphQLResponse}},
+		{"text/*", answerForm{streamable: true}},
+		{"*/*;q=0.1, application/graphql-response+json;q=0.1", answerForm{json: mediaGraphQLResponse, streamable: true}},
 		// The most specific range gives a type its q-value.
 		{"application/json;q=0, application/*", answerForm{json: mediaGraphQLResponse}},
 		{"*/*, text/event-stream;q=0", answerForm{json: mediaJSON}},
@@ -37,7 +38,11 @@ func TestNegotiate(t *testing.T) {
 		{"*/json, json, text/event-stream;q=0.1", answerForm{stream: true, streamable: true}},
 		{"text/html", answerForm{}},
 	} {
-		if got := negotiate([]string{c.accept}); got != c.want {
+		var accept []string
+		if c.accept != "" {
+			accept = []string{c.accept}
+		}
+		if got := negotiate(accept); got != c.want {
 			t.Errorf("Accept %q: %+v, want %+v", c.accept, got, c.want)
 		}
 	}

@@ -139,17 +139,22 @@ func TestAcceptNegotiation(t *testing.T) {
 		}
 	}
 
-	// The same Accept on a subscription opens a stream, whose first
-	// event comes (on a named operation among others too).
-	for _, body := range [][]byte{
-		apitest.Body(apitest.FollowEventsSubscription, nil),
-		[]byte(`{"operationName":"Events","query":"query Me { viewer { id } } subscription Events { followEvents { event { type } } }"}`),
+	// The same Accept on a subscription opens a stream (on a named
+	// operation among others too), as does any that accepts one.
+	for _, c := range []struct {
+		accept string
+		body   []byte
+	}{
+		{urqlAccept, apitest.Body(apitest.FollowEventsSubscription, nil)},
+		{urqlAccept, []byte(`{"operationName":"Events","query":"query Me { viewer { id } } subscription Events { followEvents { event { type } } }"}`)},
+		{"*/*", apitest.Body(apitest.FollowEventsSubscription, nil)},
+		{"", apitest.Body(apitest.FollowEventsSubscription, nil)},
 	} {
 		ctx, cancel := context.WithCancel(t.Context())
-		resp := postAccept(t, ctx, s, ann.Token, urqlAccept, body)
+		resp := postAccept(t, ctx, s, ann.Token, c.accept, c.body)
 		if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 			b, _ := io.ReadAll(resp.Body)
-			t.Errorf("a subscription with urql's Accept: %d %s %s; want a stream", resp.StatusCode, ct, b)
+			t.Errorf("a subscription with Accept %q: %d %s %s; want a stream", c.accept, resp.StatusCode, ct, b)
 		}
 		cancel()
 		resp.Body.Close()
