@@ -6,6 +6,9 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	mssql "github.com/microsoft/go-mssqldb"
 )
 
 // An import whose LastUserId or a user's id is above MaxUserID is
@@ -92,5 +95,24 @@ func TestSQLiteSequenceAtItsEnd(t *testing.T) {
 	}
 	if err := s.Ready(ctx); err != nil {
 		t.Errorf("Ready after the refused sign-up: %v; want ready", err)
+	}
+}
+
+// Each dialect's word for an identity at its end is ErrIDsExhausted, and
+// never ErrStorageFull; SQL Server's arithmetic overflow is only when it
+// is the identity's (the live test needs MSSQL_DSN, as the others do).
+func TestIDsExhaustedIsClassified(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"postgres sequence", classifyPostgres(&pgconn.PgError{Code: "2200H", Message: `nextval: reached maximum value of sequence "Users_Id_seq" (2147483647)`}), true},
+		{"sqlserver identity", classifySQLServer(mssql.Error{Number: 8115, Message: "Arithmetic overflow error converting IDENTITY to data type int."}), true},
+		{"sqlserver other overflow", classifySQLServer(mssql.Error{Number: 8115, Message: "Arithmetic overflow error converting expression to data type int."}), false},
+	} {
+		if got := errors.Is(c.err, ErrIDsExhausted); got != c.want || errors.Is(c.err, ErrStorageFull) {
+			t.Errorf("%s: %v; want ErrIDsExhausted %v, never ErrStorageFull", c.name, c.err, c.want)
+		}
 	}
 }
