@@ -57,9 +57,7 @@ func ReadManifest(name string, r io.Reader) (Manifest, error) {
 	bad := func(line int, reason string) (Manifest, error) {
 		return Manifest{}, &db.RowError{Pos: db.Pos{File: name, Line: line}, Reason: reason}
 	}
-	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = -1
-	recs, err := cr.ReadAll()
+	recs, err := readAll(r, 3) // bounded, as every file's records are
 	if err != nil {
 		return bad(1, err.Error())
 	}
@@ -71,7 +69,7 @@ func ReadManifest(name string, r io.Reader) (Manifest, error) {
 	}
 	vals := trimAll(recs[1])
 	if v, err := strconv.Atoi(vals[0]); err != nil || v != Version {
-		return bad(2, fmt.Sprintf("format version %q: this build reads version %d (and version 1, users.csv and follows.csv without a manifest); import it with the build that exported it, or a later one", vals[0], Version))
+		return bad(2, fmt.Sprintf("format version %s: this build reads version %d (and version 1, users.csv and follows.csv without a manifest); import it with the build that exported it, or a later one", shown(vals[0]), Version))
 	}
 	if strings.Join(trimAll(recs[0]), ",") != strings.Join(manifestHeader, ",") {
 		return bad(1, "the header must be "+strings.Join(manifestHeader, ","))
@@ -84,7 +82,10 @@ func ReadManifest(name string, r io.Reader) (Manifest, error) {
 	for i := range nums {
 		n, err := strconv.ParseInt(vals[i+1], 10, 64)
 		if err != nil || n < 0 {
-			return bad(2, fmt.Sprintf("%s %q is not a whole number", manifestHeader[i+1], vals[i+1]))
+			return bad(2, fmt.Sprintf("%s %s is not a whole number", manifestHeader[i+1], shown(vals[i+1])))
+		}
+		if _, ok := parseLastUserID(vals[1]); i == 0 && !ok {
+			return bad(2, fmt.Sprintf("LastUserId %s is not %s", shown(vals[1]), lastUserIDRule))
 		}
 		nums[i] = n
 	}
