@@ -130,3 +130,24 @@ func TestSuggestionListMetrics(t *testing.T) {
 		t.Errorf("after the second suggestions: %q hits, %q misses; want 2 and 2", hits, misses)
 	}
 }
+
+// An operation's name can be as long as the body: a 200 KB name is
+// answered, and its label and its request's log line carry 100 bytes of
+// it, not 200 KB each.
+func TestLongOperationName(t *testing.T) {
+	t.Parallel()
+	s := apitest.Start(t)
+	name := "Long" + strings.Repeat("x", 200<<10)
+	var out struct {
+		Typename string `json:"__typename"`
+	}
+	s.Data("", "query "+name+" { __typename }", nil, &out)
+	metrics := string(s.Raw("GET", "/metrics", "", nil, nil).Body)
+	if !strings.Contains(metrics, `follows_graphql_requests_total{operation="`+name[:100]+`"} 1`) || len(metrics) > 100<<10 {
+		t.Errorf("/metrics is %d KB; want the name's first 100 bytes as its label, once", len(metrics)>>10)
+	}
+	logs := s.Logs()
+	if !strings.Contains(logs, "operation="+name[:100]+" ") || len(logs) > 10<<10 {
+		t.Errorf("the log is %d KB; want one line with the name's first 100 bytes", len(logs)>>10)
+	}
+}
