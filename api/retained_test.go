@@ -1,7 +1,11 @@
 package api_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"net/http"
+	"net/url"
 	"runtime"
 	"strings"
 	"testing"
@@ -78,4 +82,50 @@ func TestOperationNamesKeepNoDocument(t *testing.T) {
 	if body := string(s.Raw("GET", "/metrics", "", nil, nil).Body); !strings.Contains(body, last) {
 		t.Errorf("/metrics lacks %s", last)
 	}
+}
+
+// getQuery sends query in a GET's query string, unescaped, with extra
+// after it, and fails the test unless it is answered.
+func getQuery(t *testing.T, s *apitest.Server, query, extra string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", s.URL+"/graphql?query="+query+extra, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Send(req); r.Status != 200 || len(r.Parsed.Errors) > 0 {
+		t.Fatalf("GET %s: status %d: %.300s", query, r.Status, r.Body)
+	}
+}
+
+// A GET's query is a piece of its URL, when it needs no escaping (braces
+// and colons need none): the query cache, which weighs a document by its
+// query, kept a query of a few bytes with the 500 KB URL it came in; its
+// 1,000 entries could keep a gigabyte.
+func TestCachedQueryKeepsNoURL(t *testing.T) {
+	s := apitest.Start(t)
+	pad := "&pad=" + strings.Repeat("x", bigRequest)
+	grew := liveHeapGrowth(func() {
+		for i := range bigRequests {
+			getQuery(t, s, fmt.Sprintf("{a%d:__typename}", i), pad)
+		}
+	})
+	checkHeapGrowth(t, grew, "cached queries of a few bytes, sent in URLs")
+}
+
+// The same for the persisted-query cache: a query already in the query
+// cache, sent again with its hash in a 500 KB URL, was kept by the
+// persisted-query cache as the piece of the URL it was.
+func TestPersistedQueryKeepsNoURL(t *testing.T) {
+	s := apitest.Start(t)
+	pad := "&pad=" + strings.Repeat("x", bigRequest)
+	grew := liveHeapGrowth(func() {
+		for i := range bigRequests {
+			query := fmt.Sprintf("{a%d:__typename}", i)
+			getQuery(t, s, query, "")
+			sum := sha256.Sum256([]byte(query))
+			ext := fmt.Sprintf(`{"persistedQuery":{"version":1,"sha256Hash":"%s"}}`, hex.EncodeToString(sum[:]))
+			getQuery(t, s, query, "&extensions="+url.QueryEscape(ext)+pad)
+		}
+	})
+	checkHeapGrowth(t, grew, "persisted queries of a few bytes, sent in URLs")
 }
