@@ -43,8 +43,9 @@ const maxLabelBytes = 100
 
 // Labels of operations other than by their name: refusedLabel counts the
 // requests refused before they ran (a document that does not parse or
-// validate, or over a limit), whatever their operation's name; the others
-// operations without a name, and those whose name found no label.
+// validate, or over a limit), whatever their operation's name;
+// anonymousLabel operations without a name; otherLabel those whose name
+// found no label.
 const (
 	refusedLabel   = "refused"
 	anonymousLabel = "anonymous"
@@ -136,7 +137,8 @@ func (m *Metrics) operationLabel(name string) string {
 
 // capLabel is s cut to at most maxLabelBytes, at the start of a rune so
 // that what is left is still valid UTF-8 (Prometheus refuses a label that
-// is not). Operation names are ASCII; this holds whatever it is given.
+// is not). Operation names are ASCII, but a cut never splits a character
+// of whatever it is given.
 func capLabel(s string) string {
 	if len(s) <= maxLabelBytes {
 		return s
