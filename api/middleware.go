@@ -342,7 +342,9 @@ func logRequests(log *slog.Logger) func(http.Handler) http.Handler {
 			ctx = context.WithValue(ctx, requestInfoKey{}, info)
 			sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 			next.ServeHTTP(sw, r.WithContext(ctx))
-			log.Info("request", "operation", info.op(), "method", r.Method, "status", sw.status,
+			// net/http takes a method as long as the request line; the
+			// log keeps as much of it as of an operation's name.
+			log.Info("request", "operation", info.op(), "method", capLabel(r.Method), "status", sw.status,
 				"ms", float64(time.Since(start).Microseconds())/1000, "sql", st.Queries(), "sqlMs", float64(st.Duration().Microseconds())/1000)
 		})
 	}
