@@ -105,7 +105,11 @@ func (c *migrator) flags(fs *flagSet) {
 func (c *migrator) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if c.dryRun {
 		plan, err := db.PlanAdoption(ctx, c.dsn)
-		fmt.Fprint(stdout, plan)
+		if plan.Shape != "" {
+			// Refused before it read the database's shape (an
+			// unfinished import), there is no plan to show.
+			fmt.Fprint(stdout, plan)
+		}
 		if err != nil {
 			return err
 		}
