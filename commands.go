@@ -54,7 +54,7 @@ type exporter struct {
 
 func (c *exporter) flags(fs *flagSet) {
 	c.database.flags(fs)
-	fs.StringVar(&c.dir, "dir", "", "folder to write the graph into (manifest.csv, users.csv, blocks.csv, follows.csv), made if need be")
+	fs.StringVar(&c.dir, "dir", "", "new folder to write the graph into (manifest.csv, users.csv, blocks.csv, follows.csv), made owner-only; one that exists must be empty")
 	fs.StringVar(&c.legacy[0], "users", "", "no longer written: give -dir (import still reads version 1 files)")
 	fs.StringVar(&c.legacy[1], "follows", "", "no longer written: give -dir")
 	fs.StringVar(&c.legacy[2], "sequence", "", "no longer written: give -dir")
