@@ -139,6 +139,13 @@ func killImportMidway(t *testing.T, bin, dsn string) (src string) {
 	// rest when it is killed.
 	done := make(chan struct{})
 	defer close(done)
+	// Should the import die before it opens the pipe, the writer's
+	// open would wait for ever: a reader of our own releases it.
+	defer func() {
+		if r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+			r.Close()
+		}
+	}()
 	go func() {
 		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
 		if err != nil {
