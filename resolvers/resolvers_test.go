@@ -348,8 +348,11 @@ func testMutationOutcomes(t *testing.T, on apitest.Database) {
 // prefetch sends them in one loop, which on a busy machine under the race
 // detector can outlast the default 250 µs and split a batch in two. The
 // shape such a test asserts is the server's, not the machine's, so the
-// wait is long enough to hold any such loop.
-func steadyBatches(c *api.Config) { c.BatchWait = 3 * time.Millisecond }
+// wait is long enough to hold any such loop: 3 ms split the two aliased
+// lists of TestBackwardPagesBatch once on a two-core machine at a load
+// average over 20, so it is 25 ms, which costs these tests well under a
+// second each.
+func steadyBatches(c *api.Config) { c.BatchWait = 25 * time.Millisecond }
 
 func TestStatementsPerRequestDoNotGrowWithUsers(t *testing.T) {
 	apitest.Each(t, testStatementsPerRequestDoNotGrowWithUsers)
