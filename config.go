@@ -95,7 +95,7 @@ func (s *server) flags(fs *flagSet) {
 	limitFlags(fs, &s.api)
 	connectionFlags(fs, &s.api, &s.conns)
 	oidcFlags(fs, &s.oidc)
-	streamFlags(fs, &s.events, &s.api.Streams)
+	streamFlags(fs, &s.events, &s.api.Streams, &s.api.Caps)
 }
 
 // limitFlags bind what one request may ask and be answered.
@@ -126,6 +126,9 @@ func connectionFlags(fs *flagSet, c *api.Config, conns *api.ServerConfig) {
 	fs.DurationVar(&conns.WriteTimeout, "write-timeout", conns.WriteTimeout, "longest from a request's headers to the end of its answer; keep it above -request-timeout")
 	fs.DurationVar(&conns.IdleTimeout, "idle-timeout", conns.IdleTimeout, "how long a kept-alive connection may wait for its next request")
 	fs.IntVar(&conns.MaxConns, "max-conns", conns.MaxConns, "most connections open at once; more wait to be accepted (0: no cap)")
+	fs.IntVar(&conns.MaxClientConns, "max-client-conns", conns.MaxClientConns, "most connections one client address (IPv6: its /64) may have open; more are answered 429 TOO_MANY_CONNECTIONS and closed. Off with -client-ip-header, where the peer is the proxy (0: no cap)")
+	fs.IntVar(&c.Caps.MaxStreams, "max-streams", c.Caps.MaxStreams, "most websockets and server-sent event streams open at once, below -max-conns so that requests keep room; more are 429 TOO_MANY_STREAMS (0: three quarters of -max-conns, no cap without one)")
+	fs.IntVar(&c.Caps.MaxClientStreams, "max-client-streams", c.Caps.MaxClientStreams, "most websockets and server-sent event streams one client address may hold; more are 429 TOO_MANY_STREAMS (0: no cap)")
 	fs.DurationVar(&conns.ShutdownGrace, "shutdown-grace", conns.ShutdownGrace, "on SIGTERM, how long requests in flight may take to finish before the connections left are closed")
 	fs.Var(&c.SignupRate, "rate-signup", "sign-ups (createUser) one client address may make: `N/PERIOD`, N at once then N per PERIOD (s, m, h or a duration), or off; more is 429 RATE_LIMITED")
 	fs.Var(&c.MutationRate, "rate-mutations", "mutation fields one client address may run: `N/PERIOD` as for -rate-signup, or off")
@@ -143,10 +146,12 @@ func oidcFlags(fs *flagSet, c *auth.OIDCConfig) {
 }
 
 // streamFlags bind how live follow events are kept and streamed.
-func streamFlags(fs *flagSet, events *db.EventsConfig, c *api.StreamConfig) {
+func streamFlags(fs *flagSet, events *db.EventsConfig, c *api.StreamConfig, caps *api.ClientCaps) {
 	fs.DurationVar(&events.Retention, "events-retention", events.Retention, "how long follow events are kept for subscribers resuming with a cursor")
 	fs.DurationVar(&events.Poll, "events-poll", events.Poll, "how often the event outbox is checked for other instances' events (SQLite, SQL Server; PostgreSQL's NOTIFY wakes at once)")
 	fs.IntVar(&c.MaxSubscriptions, "max-subscriptions", c.MaxSubscriptions, "most subscriptions one websocket may run at once; more is SUBSCRIPTION_LIMIT")
+	fs.IntVar(&caps.MaxClientSubscriptions, "max-client-subscriptions", caps.MaxClientSubscriptions, "most subscriptions one client address may run at once over all its streams; more is SUBSCRIPTION_LIMIT (0: no cap)")
+	fs.IntVar(&caps.MaxViewerSubscriptions, "max-viewer-subscriptions", caps.MaxViewerSubscriptions, "most subscriptions one account may run at once over all its streams in this process; more is SUBSCRIPTION_LIMIT (0: no cap)")
 	fs.DurationVar(&c.AuthTimeout, "subscription-auth-timeout", c.AuthTimeout, "how long a websocket may take to send connection_init before it is closed with 4408")
 	fs.DurationVar(&c.KeepAlive, "subscription-keepalive", c.KeepAlive, "how often an idle subscription stream is pinged; a websocket that misses two pongs is closed")
 	fs.IntVar(&c.SendQueue, "subscription-queue", c.SendQueue, "messages that may wait for a slow subscriber; one that leaves its queue full for a second more is closed with 1013 (resume with the last cursor)")
@@ -171,5 +176,21 @@ func (s *server) check() error {
 	if conns.MaxConns < 0 || conns.ReadTimeout < 0 || conns.WriteTimeout < 0 || conns.IdleTimeout < 0 || conns.ShutdownGrace < 0 {
 		return errors.New("-max-conns and the timeouts cannot be negative")
 	}
+	if caps := c.Caps; conns.MaxClientConns < 0 || caps.MaxStreams < 0 || caps.MaxClientStreams < 0 || caps.MaxClientSubscriptions < 0 || caps.MaxViewerSubscriptions < 0 {
+		return errors.New("-max-client-conns, -max-streams, -max-client-streams, -max-client-subscriptions and -max-viewer-subscriptions cannot be negative")
+	}
+	if conns.MaxConns > 0 && c.Caps.MaxStreams >= conns.MaxConns {
+		return fmt.Errorf("-max-streams %d is not below -max-conns %d: streams could take every connection and leave requests waiting", c.Caps.MaxStreams, conns.MaxConns)
+	}
 	return nil
+}
+
+// streamShare is -max-streams, or when it is 0 three quarters of
+// -max-conns: a quarter of the connections stays for requests, however
+// many subscribers there are.
+func (s *server) streamShare() int {
+	if s.api.Caps.MaxStreams > 0 {
+		return s.api.Caps.MaxStreams
+	}
+	return s.conns.MaxConns * 3 / 4
 }

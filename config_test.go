@@ -191,6 +191,8 @@ func TestBadConfigValues(t *testing.T) {
 		{nil, map[string]string{"FOLLOWS_RATE_MUTATIONS": "10/fortnight"}, "FOLLOWS_RATE_MUTATIONS"},
 		{[]string{"-request-timeout", "1m"}, nil, "-write-timeout"},
 		{[]string{"-max-conns", "-1"}, nil, "-max-conns"},
+		{[]string{"-max-conns", "100", "-max-streams", "100"}, nil, "-max-streams"},
+		{[]string{"-max-client-streams", "-1"}, nil, "-max-client-streams"},
 	} {
 		dir := t.TempDir()
 		args := append([]string{"-check-counts", "-db", filepath.Join(dir, "x.db")}, tc.args...)
@@ -251,7 +253,7 @@ func TestConnectionAndRateFlags(t *testing.T) {
 	if h.SignupRate != (api.Rate{N: 5, Per: 10 * time.Minute}) || h.MutationRate != (api.Rate{}) || h.ClientIPHeader != "X-Real-IP" {
 		t.Errorf("handler configuration %+v", h)
 	}
-	if want := (api.ServerConfig{ReadTimeout: 20 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 5 * time.Second, MaxConns: 50, ShutdownGrace: 10 * time.Second}); s != want {
+	if want := (api.ServerConfig{ReadTimeout: 20 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 5 * time.Second, MaxConns: 50, MaxClientConns: 100, ShutdownGrace: 10 * time.Second}); s != want {
 		t.Errorf("server configuration %+v, want %+v", s, want)
 	}
 }

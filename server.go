@@ -99,6 +99,7 @@ func (s *server) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if err := s.check(); err != nil {
 		return err
 	}
+	s.api.Caps.MaxStreams = s.streamShare()
 	if s.checkCounts {
 		fmt.Fprintln(stderr, "follows: -check-counts is deprecated: run `follows check-counts -db DSN` instead")
 		return (&counts{s.database}).run(ctx, stdout, stderr)
@@ -169,7 +170,13 @@ func (s *server) serve(ctx context.Context, log *slog.Logger) error {
 	log.Info("serving GraphQL", "url", "http://"+ln.Addr().String()+"/graphql", "graphiql", "http://"+ln.Addr().String()+"/", "db", redacted(s.dsn))
 	// Until SIGTERM, then the requests in flight finish (within the
 	// grace) before the database closes.
-	return api.NewServer(h, s.conns, log).Serve(ctx, ln)
+	conns := s.conns
+	if s.api.ClientIPHeader != "" && conns.MaxClientConns > 0 {
+		// Behind a proxy every connection's peer is the proxy.
+		log.Info("-max-client-conns is off behind a proxy (-client-ip-header): cap each client's connections at the proxy")
+		conns.MaxClientConns = 0
+	}
+	return api.NewServer(h, conns, log).Serve(ctx, ln)
 }
 
 // loadDemo loads the sample graph for -demo, saying whether it did: it goes

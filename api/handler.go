@@ -58,6 +58,9 @@ type Config struct {
 
 	// Streams are the limits of subscriptions (see subscriptions.go).
 	Streams StreamConfig
+	// Caps are each client's and viewer's share of streams and
+	// subscriptions (see clientcaps.go).
+	Caps ClientCaps
 }
 
 // defaultBatchWait is how long a loader waits for more keys. Lists gather
@@ -87,6 +90,7 @@ func DefaultConfig() Config {
 		MaxResponse:   4 << 20,
 		CORSHeaders:   DefaultCORSHeaders,
 		Streams:       DefaultStreamConfig(),
+		Caps:          DefaultClientCaps(),
 	}
 }
 
@@ -100,7 +104,8 @@ func NewHandler(store *db.Store, tokens *auth.Tokens, cfg Config, log *slog.Logg
 	guard := guardRequest(cfg.MaxBody, cfg.RequestTimeout, m)
 	client := clientAddress(cfg.ClientIPHeader)
 	mux := http.NewServeMux()
-	gql := newGraphQL(res, cfg, log, m)
+	caps := newClientCaps(cfg.Caps)
+	gql := newGraphQL(res, cfg, caps, log, m)
 	// A GraphQL request passes these in order, the first outermost, and
 	// so do server-sent events, which are known to be a stream only once
 	// their body is read (guardRequest); a websocket those after it.
@@ -109,6 +114,7 @@ func NewHandler(store *db.Store, tokens *auth.Tokens, cfg Config, log *slog.Logg
 		cors(cfg.CORSOrigins, cfg.CORSHeaders), // browsers on the listed origins may call
 		streamGuard(m),                         // a websocket: GET to upgrade; no deadline
 		streamClient(cfg.ClientIPHeader),       // who the rate limits count
+		streamCaps(caps, m),                    // the server's and the client's share of streams
 		tokens.Middleware,                      // who the viewer is, unless connection_init says
 		res.Middleware,                         // the stream's loaders, renewed for each event
 	), chain(gql,
@@ -117,6 +123,7 @@ func NewHandler(store *db.Store, tokens *auth.Tokens, cfg Config, log *slog.Logg
 		httpConventions,                        // GraphQL over HTTP's status codes
 		guard,                                  // only bodies that can be GraphQL; a deadline
 		client,                                 // who the rate limits count; their 429
+		eventStreamCaps(caps, m),               // server-sent events count as streams
 		tokens.Middleware,                      // who the viewer is
 		res.Middleware,                         // the request's loaders
 	)))
@@ -147,7 +154,7 @@ const (
 
 // newGraphQL is gqlgen's server for the schema, with its transports,
 // caches, limits and the extension that records each response.
-func newGraphQL(res *resolvers.Resolver, cfg Config, log *slog.Logger, m *Metrics) *handler.Server {
+func newGraphQL(res *resolvers.Resolver, cfg Config, caps *clientCaps, log *slog.Logger, m *Metrics) *handler.Server {
 	gql := handler.New(graph.NewExecutableSchema(graph.Config{Schema: graph.Schema(), Resolvers: res, Complexity: resolvers.Complexity()}))
 	gql.AddTransport(websocketTransport(res.Tokens, cfg.Streams, cfg.CORSOrigins, log))
 	gql.AddTransport(transport.Options{})
@@ -167,7 +174,7 @@ func newGraphQL(res *resolvers.Resolver, cfg Config, log *slog.Logger, m *Metric
 	use(gql, &complexityLimit{Max: cfg.MaxComplexity})
 	use(gql, Limits{MaxDepth: cfg.MaxDepth, MaxAliases: cfg.MaxAliases, MaxOperations: cfg.MaxOperations})
 	use(gql, newRateLimits(cfg.SignupRate, cfg.MutationRate))
-	use(gql, subscriptionLimit{Max: cfg.Streams.MaxSubscriptions})
+	use(gql, subscriptionLimit{Max: cfg.Streams.MaxSubscriptions, caps: caps})
 	// After the other limits: it checks the document once the persisted
 	// query is known, and accepts it once every other limit has passed.
 	use(gql, admission{

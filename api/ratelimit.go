@@ -267,6 +267,13 @@ func addressOf(r *http.Request, header string) string {
 		}
 		addr = ap.Addr()
 	}
+	return clientOf(addr)
+}
+
+// clientOf is the client an address counts as: itself, or for IPv6 its
+// /64, one host's or household's share. The listener's per-client
+// connection cap counts by it too (clientcaps.go).
+func clientOf(addr netip.Addr) string {
 	addr = addr.Unmap()
 	if addr.Is6() {
 		p, _ := addr.WithZone("").Prefix(64)

@@ -29,6 +29,12 @@ type ServerConfig struct {
 	// MaxConns is the most connections open at once; more wait in the
 	// kernel's accept queue until one closes.
 	MaxConns int
+	// MaxClientConns is the most one client (an address, an IPv6 /64: the
+	// rate limits' rule) may have open at once; more are answered 429
+	// TOO_MANY_CONNECTIONS and closed at once, taking none of MaxConns.
+	// It counts the connection's peer, which behind a proxy is the proxy:
+	// leave it 0 (off) there, and cap clients at the proxy.
+	MaxClientConns int
 	// ShutdownGrace is how long requests in flight may take to finish
 	// once shutdown begins; the connections left then are closed.
 	ShutdownGrace time.Duration
@@ -50,8 +56,15 @@ func DefaultServerConfig() ServerConfig {
 		// idle connection, so the server is not the one to close first.
 		IdleTimeout: 75 * time.Second,
 		// Far below the usual file descriptor limits, leaving room for the
-		// database's files; an idle connection costs some 10 KB.
-		MaxConns: 1000,
+		// database's files; an idle connection costs some 10 KB, an idle
+		// subscriber some 80 KB. Room for the 1,500 streams of
+		// DefaultClientCaps and 500 requests besides.
+		MaxConns: 2000,
+		// A client (a browser opens 6 connections to a host, and a
+		// websocket per tab) rarely needs more than a few; 100 leaves room
+		// for a small office behind one address, and takes a twentieth of
+		// MaxConns.
+		MaxClientConns: 100,
 		// Below the 30 s that orchestrators commonly allow before they
 		// kill a process.
 		ShutdownGrace: 10 * time.Second,
@@ -92,6 +105,11 @@ func NewServer(h http.Handler, cfg ServerConfig, log *slog.Logger) *Server {
 // nil. It returns an error only when serving failed.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer s.cancel()
+	// Inside the -max-conns limit, so that a connection it refuses never
+	// holds one of its slots.
+	if s.cfg.MaxClientConns > 0 {
+		ln = limitClients(ln, s.cfg.MaxClientConns)
+	}
 	if s.cfg.MaxConns > 0 {
 		ln = netutil.LimitListener(ln, s.cfg.MaxConns)
 	}

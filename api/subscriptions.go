@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -173,7 +174,8 @@ func streamClient(header string) func(http.Handler) http.Handler {
 // cfg and authentication from the connection_init payload.
 func websocketTransport(tokens *auth.Tokens, cfg StreamConfig, origins string, log *slog.Logger) transport.Websocket {
 	return transport.Websocket{
-		Implementation: sockets{cfg: cfg, origins: originPatterns(origins), log: log},
+		// Every socket must answer websocket pings (liveSockets).
+		Implementation: liveSockets{sockets: sockets{cfg: cfg, origins: originPatterns(origins), log: log}, every: cfg.KeepAlive},
 		// A token in the payload wins over the upgrade request's
 		// Authorization header, which tokens.Middleware read already.
 		InitFunc: func(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
@@ -221,8 +223,13 @@ func withConnection(ctx context.Context) context.Context {
 	return context.WithValue(ctx, connectionKey{}, &connection{})
 }
 
-// subscriptionLimit refuses a subscription beyond Max on one websocket.
-type subscriptionLimit struct{ Max int }
+// subscriptionLimit refuses a subscription beyond Max on one websocket,
+// or beyond the caps of its client and its viewer (clientCaps), over
+// websockets and server-sent events alike.
+type subscriptionLimit struct {
+	Max  int
+	caps *clientCaps
+}
 
 var _ interface {
 	graphql.HandlerExtension
@@ -233,18 +240,44 @@ func (subscriptionLimit) ExtensionName() string                   { return "Subs
 func (subscriptionLimit) Validate(graphql.ExecutableSchema) error { return nil }
 
 func (l subscriptionLimit) InterceptOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
-	c, _ := ctx.Value(connectionKey{}).(*connection)
 	oc := graphql.GetOperationContext(ctx)
-	if c == nil || oc.Operation == nil || oc.Operation.Operation != ast.Subscription {
+	if oc.Operation == nil || oc.Operation.Operation != ast.Subscription {
 		return next(ctx)
 	}
-	if c.subscriptions.Add(1) > int64(l.Max) {
-		c.subscriptions.Add(-1)
-		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{
-			limitError(CodeSubscriptionLimit, "a connection may run at most %d subscriptions at once", l.Max)}})
+	var ends []func()
+	refuse := func(err *gqlerror.Error) graphql.ResponseHandler {
+		for _, end := range ends {
+			end()
+		}
+		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{err}})
+	}
+	if c, _ := ctx.Value(connectionKey{}).(*connection); c != nil {
+		if c.subscriptions.Add(1) > int64(l.Max) {
+			c.subscriptions.Add(-1)
+			return refuse(limitError(CodeSubscriptionLimit, "a connection may run at most %d subscriptions at once", l.Max))
+		}
+		ends = append(ends, func() { c.subscriptions.Add(-1) })
+	}
+	if l.caps != nil {
+		var client, viewer string
+		if c := clientFrom(ctx); c != nil {
+			client = c.address
+		}
+		if claim, err := auth.Viewer(ctx); err == nil {
+			viewer = strconv.FormatInt(claim.UserID, 10)
+		}
+		end, err := l.caps.subscribe(client, viewer)
+		if err != nil {
+			return refuse(err)
+		}
+		ends = append(ends, end)
 	}
 	// The transport cancels an operation's context when it ends.
-	context.AfterFunc(ctx, func() { c.subscriptions.Add(-1) })
+	context.AfterFunc(ctx, func() {
+		for _, end := range ends {
+			end()
+		}
+	})
 	return next(ctx)
 }
 

@@ -60,8 +60,11 @@ func runEvents(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// Room for every subscriber's connection beside the load's.
-	srv, url, err := startServer(ctx, bin, dsn, "-max-conns", fmt.Sprint(*idle+100))
+	// Room for every subscriber's connection beside the load's; every
+	// subscriber comes from this one address, which the caps per client
+	// would refuse.
+	srv, url, err := startServer(ctx, bin, dsn, "-max-conns", fmt.Sprint(*idle+100), "-max-streams", fmt.Sprint(*idle+10),
+		"-max-client-conns", "0", "-max-client-streams", "0", "-max-client-subscriptions", "0")
 	if err != nil {
 		return err
 	}
