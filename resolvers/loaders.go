@@ -93,10 +93,20 @@ type loadersKey struct{}
 // Middleware gives each request its own loaders.
 func (r *Resolver) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		mk := func() *loaders { return newLoaders(r.Store, r.BatchWait, r.OnBatch) }
-		rl := &requestLoaders{cur: mk(), make: mk}
-		next.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), loadersKey{}, rl)))
+		next.ServeHTTP(w, req.WithContext(r.ForOperation(req.Context())))
 	})
+}
+
+// ForOperation gives ctx loaders, prefetch plans and a root prefetch of
+// its own, as Middleware gives a request. A websocket is one HTTP request
+// that carries any number of operations over its life: each gets its own,
+// so that it reads the graph as it stands when it runs (a deactivation, a
+// block, a deletion made since the socket opened shows, as over HTTP),
+// plans from its own document and variables, and leaves nothing cached
+// behind when it ends.
+func (r *Resolver) ForOperation(ctx context.Context) context.Context {
+	mk := func() *loaders { return newLoaders(r.Store, r.BatchWait, r.OnBatch) }
+	return context.WithValue(ctx, loadersKey{}, &requestLoaders{cur: mk(), make: mk})
 }
 
 // loadersFor returns the request's loaders; a context without them (a call
