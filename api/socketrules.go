@@ -103,7 +103,7 @@ func (c *connection) watch(ctx context.Context, res *resolvers.Resolver, interva
 			case <-s.done:
 				return
 			case <-tick.C:
-				if c.subscriptions.Load() == 0 {
+				if s.inFlight() == 0 {
 					continue // the next operation checks
 				}
 				if e := viewerRule(res.ForOperation(ctx), res); e != nil {
@@ -149,14 +149,26 @@ func (sr socketRules) InterceptOperation(ctx context.Context, next graphql.Opera
 			return nil
 		}
 	}
-	if oc := graphql.GetOperationContext(ctx); oc.Operation != nil && oc.Operation.Operation != ast.Subscription && sr.timeout > 0 {
+	if sr.timeout <= 0 {
+		return next(ctx)
+	}
+	if oc := graphql.GetOperationContext(ctx); oc.Operation == nil || oc.Operation.Operation != ast.Subscription {
 		// The transport cancels the operation's context when it ends,
 		// which releases this one's timer.
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, sr.timeout)
 		context.AfterFunc(ctx, cancel)
+		return next(ctx)
 	}
-	return next(ctx)
+	// A subscription runs as long as the client wants; each of its events
+	// is resolved within the deadline.
+	ctx, clock := resolvers.WithEventClock(ctx, sr.timeout)
+	responses := next(ctx)
+	return func(ctx context.Context) *graphql.Response {
+		ctx, done := clock.Next(ctx)
+		defer done()
+		return responses(ctx)
+	}
 }
 
 // op is an operation a socket has let through, until the server sends
@@ -229,6 +241,13 @@ func (s *socket) admit(data []byte) bool {
 	s.ops[m.ID] = &op{done: make(chan struct{})}
 	s.mu.Unlock()
 	return true
+}
+
+// inFlight is how many operations are in flight.
+func (s *socket) inFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.ops)
 }
 
 // settle ends the operation whose last message b is (complete, or error),
