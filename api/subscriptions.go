@@ -183,7 +183,7 @@ func websocketTransport(res *resolvers.Resolver, cfg StreamConfig, origins strin
 			}
 			why, err := res.SignedIn(res.ForOperation(ctx))
 			if err != nil {
-				return transport.WithWebsocketCloseCode(ctx, CloseSlowConsumer), nil,
+				return transport.WithWebsocketCloseCode(ctx, int(coderws.StatusTryAgainLater)), nil,
 					errors.New("the token's account could not be looked up: try again later")
 			}
 			if why != nil {
