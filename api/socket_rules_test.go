@@ -194,6 +194,21 @@ func closeAfter(ws *apitest.Socket, err error) int {
 	return closeOf(ws)
 }
 
+// Finding 7, with nothing sent: a socket whose subscription runs is
+// closed with 4403 once its account is deleted, found at the next
+// periodic check.
+func TestSocketEndsWithItsAccount(t *testing.T) {
+	t.Parallel()
+	s := apitest.Start(t, func(c *api.Config) { c.Streams.KeepAlive = 200 * time.Millisecond })
+	dave := s.CreateUser("dave")
+	ws := s.Subscriber(dave.Token)
+	ws.Subscribe("1", "")
+	script{t, s}.do(dave, `mutation($id: ID!) { deleteUser(input: {userId: $id}) { deletedUserId } }`, dave, nil)
+	if code := closeOf(ws); code != api.CloseForbidden {
+		t.Errorf("deleted dave's subscribing socket: closed %d (0: still open), want %d", code, api.CloseForbidden)
+	}
+}
+
 // mint is a token for the user id that expires after ttl, signed with the
 // test servers' secret.
 func mint(t *testing.T, s *apitest.Server, id string, ttl time.Duration) (token string, expires time.Time) {

@@ -34,6 +34,8 @@ import (
 // any request (complexity, depth and document limits, the rate limit of
 // mutations), but not through the HTTP middleware that shapes one-shot
 // answers: a stream has no request deadline, and its limits are these.
+// What that middleware gives a request (loaders, a deadline, a viewer
+// checked), a websocket's operations get from socketRules, each its own.
 
 // Close codes of a subscription websocket, beyond gqlgen's.
 const (
