@@ -54,7 +54,7 @@ type exporter struct {
 
 func (c *exporter) flags(fs *flagSet) {
 	c.database.flags(fs)
-	fs.StringVar(&c.dir, "dir", "", "folder to write the graph into (manifest.csv, users.csv, blocks.csv, follows.csv), made if need be")
+	fs.StringVar(&c.dir, "dir", "", "new folder to write the graph into (manifest.csv, users.csv, blocks.csv, follows.csv), made owner-only; one that exists must be empty")
 	fs.StringVar(&c.legacy[0], "users", "", "no longer written: give -dir (import still reads version 1 files)")
 	fs.StringVar(&c.legacy[1], "follows", "", "no longer written: give -dir")
 	fs.StringVar(&c.legacy[2], "sequence", "", "no longer written: give -dir")
@@ -105,7 +105,11 @@ func (c *migrator) flags(fs *flagSet) {
 func (c *migrator) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if c.dryRun {
 		plan, err := db.PlanAdoption(ctx, c.dsn)
-		fmt.Fprint(stdout, plan)
+		if plan.Shape != "" {
+			// Refused before it read the database's shape (an
+			// unfinished import), there is no plan to show.
+			fmt.Fprint(stdout, plan)
+		}
 		if err != nil {
 			return err
 		}

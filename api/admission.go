@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
@@ -53,6 +54,12 @@ func (a admission) MutateOperationParameters(ctx context.Context, params *graphq
 	if err != nil {
 		return err
 	}
+	// The query cache keeps the query and the document parsed from it,
+	// whose names and positions point into it; a GET's query is a piece
+	// of its URL, which would be kept whole (up to a megabyte for a query
+	// of a few bytes, which the cache weighs by its own length). A copy
+	// is only what the cache weighs.
+	params.Query = strings.Clone(params.Query)
 	graphql.GetOperationContext(ctx).Stats.SetExtension(checkedStat, tokens)
 	return nil
 }
@@ -62,7 +69,9 @@ func (a admission) MutateOperationContext(ctx context.Context, oc *graphql.Opera
 		a.queries.accept(oc.RawQuery, oc.Doc, len(oc.RawQuery)+tokens*bytesPerToken)
 	}
 	if apq := extension.GetApqStats(ctx); apq != nil && apq.SentQuery {
-		a.persisted.accept(apq.Hash, oc.RawQuery, len(oc.RawQuery))
+		// A query found in the query cache was not copied when it came
+		// in (MutateOperationParameters): it may be a piece of its URL.
+		a.persisted.accept(apq.Hash, strings.Clone(oc.RawQuery), len(oc.RawQuery))
 	}
 	oc.Stats.SetExtension(acceptedStat, true)
 	return nil

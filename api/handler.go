@@ -101,16 +101,16 @@ func NewHandler(store *db.Store, tokens *auth.Tokens, cfg Config, log *slog.Logg
 	client := clientAddress(cfg.ClientIPHeader)
 	mux := http.NewServeMux()
 	gql := newGraphQL(res, cfg, log, m)
-	// A GraphQL request passes these in order, the first outermost; a
-	// subscription stream (a websocket or server-sent events) those
-	// after it.
+	// A GraphQL request passes these in order, the first outermost, and
+	// so do server-sent events, which are known to be a stream only once
+	// their body is read (guardRequest); a websocket those after it.
 	mux.Handle("/graphql", streams(chain(gql,
-		logRequests(log),                         // one log line when the stream ends
-		cors(cfg.CORSOrigins, cfg.CORSHeaders),   // browsers on the listed origins may call
-		streamGuard(cfg.MaxBody, cfg.Streams, m), // GET to upgrade, POST for SSE; no deadline
-		streamClient(cfg.ClientIPHeader),         // who the rate limits count
-		tokens.Middleware,                        // who the viewer is, unless connection_init says
-		res.Middleware,                           // the stream's loaders, renewed for each event
+		logRequests(log),                       // one log line when the stream ends
+		cors(cfg.CORSOrigins, cfg.CORSHeaders), // browsers on the listed origins may call
+		streamGuard(m),                         // a websocket: GET to upgrade; no deadline
+		streamClient(cfg.ClientIPHeader),       // who the rate limits count
+		tokens.Middleware,                      // who the viewer is, unless connection_init says
+		res.Middleware,                         // the stream's loaders, renewed for each event
 	), chain(gql,
 		logRequests(log),                       // one log line, with the request's SQL statistics
 		cors(cfg.CORSOrigins, cfg.CORSHeaders), // browsers on the listed origins may call
@@ -153,7 +153,7 @@ func newGraphQL(res *resolvers.Resolver, cfg Config, log *slog.Logger, m *Metric
 	gql.AddTransport(transport.Options{})
 	gql.AddTransport(transport.GET{})
 	// Before POST, which would take an SSE request for a plain one.
-	gql.AddTransport(transport.SSE{KeepAlivePingInterval: cfg.Streams.KeepAlive})
+	gql.AddTransport(newSSETransport(cfg.Streams, log, m))
 	gql.AddTransport(transport.POST{})
 	// Both caches keep only what admission accepted, bounded in bytes.
 	queries := newAcceptedCache[*ast.QueryDocument](1000, queryCacheBytes)

@@ -1,9 +1,11 @@
 package api
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -20,28 +22,43 @@ type Metrics struct {
 	errors     *prometheus.CounterVec
 	lists      *listCounts
 
+	// ops are the operation labels taken so far, each a name mapped to
+	// the copy of it the labels keep.
 	mu  sync.Mutex
-	ops map[string]bool
+	ops map[string]string
 	// named, when not nil, are the only operation names that become
 	// labels: the operator's list, which no client can fill.
-	named map[string]bool
+	named map[string]string
 }
 
 // maxOperationLabels bounds the operation names kept as labels: clients
 // choose the names, and an unbounded label set would grow without end.
 const maxOperationLabels = 200
 
-// refusedLabel counts the requests refused before they ran (a document
-// that does not parse or validate, or over a limit), whatever their
-// operation's name.
-const refusedLabel = "refused"
+// maxLabelBytes bounds an operation label's length: a name can be as long
+// as a request body, and every series and every scrape carries its label.
+// Names longer than this are cut to it, so names that only differ after
+// it share a label.
+const maxLabelBytes = 100
+
+// Labels of operations other than by their name: refusedLabel counts the
+// requests refused before they ran (a document that does not parse or
+// validate, or over a limit), whatever their operation's name;
+// anonymousLabel operations without a name; otherLabel those whose name
+// found no label.
+const (
+	refusedLabel   = "refused"
+	anonymousLabel = "anonymous"
+	otherLabel     = "other"
+)
 
 // NewMetrics makes the metrics, with the Go runtime's and the process's
 // collectors, in a registry of their own. Given operation names (comma-
-// separated, as -metrics-operations takes them), only those are labels and every other operation counts as "other"; without,
-// the first 200 names of accepted operations are, which a client sending
-// valid operations under made-up names can use up before the real ones
-// are first seen.
+// separated, as -metrics-operations takes them), only those are labels
+// and every other operation counts as "other"; without, the first 200
+// names of accepted operations are, which a client sending valid
+// operations under made-up names can use up before the real ones are
+// first seen. Either way a label is at most 100 bytes of the name.
 func NewMetrics(operations string) *Metrics {
 	m := &Metrics{
 		registry: prometheus.NewRegistry(),
@@ -66,12 +83,13 @@ func NewMetrics(operations string) *Metrics {
 		lists: &listCounts{desc: prometheus.NewDesc("follows_suggestion_lists_total",
 			"Lists of a user's newest follows that suggestions needed, by result: hit, held in memory at its version; miss, read from the database. Absent where the store keeps none.",
 			[]string{"result"}, nil)},
-		ops: map[string]bool{},
+		ops: map[string]string{},
 	}
 	if ops := list(operations); len(ops) > 0 {
-		m.named = map[string]bool{}
+		m.named = map[string]string{}
 		for _, op := range ops {
-			m.named[op] = true
+			op = capLabel(op)
+			m.named[op] = op
 		}
 	}
 	m.registry.MustRegister(m.requests, m.latency, m.statements, m.batches, m.errors, m.lists,
@@ -80,25 +98,56 @@ func NewMetrics(operations string) *Metrics {
 }
 
 func (m *Metrics) operation(name string, d time.Duration) {
-	if name == "" {
-		name = "anonymous"
+	label := m.operationLabel(name)
+	m.requests.WithLabelValues(label).Inc()
+	m.latency.WithLabelValues(label).Observe(d.Seconds())
+}
+
+// operationLabel is the label that counts an operation named name: never
+// name itself, which is a piece of its request's document (gqlparser's
+// names are slices of the text they were parsed from), so that a label
+// kept would keep the whole document alive with it, up to a megabyte for
+// each of the 200. A label is a copy, made once, of at most
+// maxLabelBytes of the name, or one of the labels of the server's own.
+func (m *Metrics) operationLabel(name string) string {
+	switch name = capLabel(name); name {
+	case "", anonymousLabel:
+		return anonymousLabel
+	case refusedLabel:
+		return refusedLabel
 	}
 	m.mu.Lock()
-	switch {
-	case m.named != nil:
-		if !m.named[name] && name != refusedLabel && name != "anonymous" {
-			name = "other"
+	defer m.mu.Unlock()
+	if m.named != nil {
+		if label, ok := m.named[name]; ok {
+			return label
 		}
-	case !m.ops[name]:
-		if len(m.ops) >= maxOperationLabels {
-			name = "other"
-		} else {
-			m.ops[name] = true
-		}
+		return otherLabel
 	}
-	m.mu.Unlock()
-	m.requests.WithLabelValues(name).Inc()
-	m.latency.WithLabelValues(name).Observe(d.Seconds())
+	if label, ok := m.ops[name]; ok {
+		return label
+	}
+	if len(m.ops) >= maxOperationLabels {
+		return otherLabel
+	}
+	label := strings.Clone(name)
+	m.ops[label] = label
+	return label
+}
+
+// capLabel is s cut to at most maxLabelBytes, at the start of a rune so
+// that what is left is still valid UTF-8 (Prometheus refuses a label that
+// is not). Operation names are ASCII, but a cut never splits a character
+// of whatever it is given.
+func capLabel(s string) string {
+	if len(s) <= maxLabelBytes {
+		return s
+	}
+	cut := maxLabelBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }
 
 // Statement records one SQL statement's duration: the store's hook

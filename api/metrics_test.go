@@ -1,10 +1,13 @@
 package api_test
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -128,5 +131,53 @@ func TestSuggestionListMetrics(t *testing.T) {
 	s.Data(alice.Token, query, nil, &out)
 	if hits, misses := counts(); hits != "2" || misses != "2" {
 		t.Errorf("after the second suggestions: %q hits, %q misses; want 2 and 2", hits, misses)
+	}
+}
+
+// An operation's name can be as long as the body: a 200 KB name is
+// answered, and its label and its request's log line carry 100 bytes of
+// it, not 200 KB each.
+func TestLongOperationName(t *testing.T) {
+	t.Parallel()
+	s := apitest.Start(t)
+	name := "Long" + strings.Repeat("x", 200<<10)
+	var out struct {
+		Typename string `json:"__typename"`
+	}
+	s.Data("", "query "+name+" { __typename }", nil, &out)
+	metrics := string(s.Raw("GET", "/metrics", "", nil, nil).Body)
+	if !strings.Contains(metrics, `follows_graphql_requests_total{operation="`+name[:100]+`"} 1`) || len(metrics) > 100<<10 {
+		t.Errorf("/metrics is %d KB; want the name's first 100 bytes as its label, once", len(metrics)>>10)
+	}
+	logs := s.Logs()
+	if !strings.Contains(logs, "operation="+name[:100]+" ") || len(logs) > 10<<10 {
+		t.Errorf("the log is %d KB; want one line with the name's first 100 bytes", len(logs)>>10)
+	}
+}
+
+// The request log gives a method as much as a label gives a name: net/http
+// takes a method of any length the request line allows (a megabyte), and
+// a 100 KB one is refused, in one short log line.
+func TestLongMethod(t *testing.T) {
+	t.Parallel()
+	s := apitest.Start(t)
+	method := strings.Repeat("X", 100<<10)
+	c, err := net.Dial("tcp", strings.TrimPrefix(s.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "%s /graphql HTTP/1.1\r\nHost: follows\r\nConnection: close\r\n\r\n", method)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("status %d; want 405", resp.StatusCode)
+	}
+	logs := s.Logs()
+	if !strings.Contains(logs, "method="+method[:100]+" ") || len(logs) > 10<<10 {
+		t.Errorf("the log is %d KB; want one line with the method's first 100 bytes", len(logs)>>10)
 	}
 }

@@ -34,7 +34,11 @@ func chain(h http.Handler, mw ...func(http.Handler) http.Handler) http.Handler {
 // 400) or not one request (400: a JSON array, as batching clients send),
 // and GET query strings that do not decode (400). It also gives every
 // request a deadline, which cancels its SQL when it passes and cuts off a
-// body still arriving then (408).
+// body still arriving then (408); a POST that turns out to open a stream
+// of server-sent events (streamChoice) has read its body by that
+// deadline, and has none after, and a subscription whose client accepts
+// no stream is refused (406). It settles the answer's media type by the
+// client's Accept header, for gqlgen's transports to follow.
 func guardRequest(maxBody int64, timeout time.Duration, m *Metrics) func(http.Handler) http.Handler {
 	refuse := func(w http.ResponseWriter, status int, format string, args ...any) {
 		m.error(CodeBadRequest)
@@ -103,12 +107,74 @@ func guardRequest(maxBody int64, timeout time.Duration, m *Metrics) func(http.Ha
 					return
 				}
 				r.Body = io.NopCloser(bytes.NewReader(body))
+				switch stream, subscription := streamChoice(r, body); {
+				case stream:
+					// A server-sent events stream, known only now that
+					// its body is in: its read deadline is lifted, and
+					// it has no deadline of its own (sseTransport bounds
+					// its writes instead).
+					next.ServeHTTP(w, withAccept(r, mediaEventStream))
+					return
+				case subscription:
+					// gqlgen would wait for its first event until the
+					// deadline, then answer null.
+					refuse(w, http.StatusNotAcceptable, "a subscription is answered as a stream: send it with Accept: text/event-stream, or over a websocket")
+					return
+				}
 			}
 			ctx, cancel := context.WithDeadline(r.Context(), deadline)
 			defer cancel()
-			next.ServeHTTP(w, r.WithContext(ctx))
+			next.ServeHTTP(w, withAccept(r.WithContext(ctx), answerJSON(r)))
 		})
 	}
+}
+
+// streamChoice says whether a POST, whose body has been read, is to be
+// answered as a stream of server-sent events: when its client ranks
+// text/event-stream above JSON (graphql-sse, even for a query), or names
+// it and sends a subscription (urql's default Accept lists it last, after
+// the JSON types, for every operation). A query or mutation whose client
+// ranks JSON first gets one JSON answer. subscription reports a
+// subscription whose client accepts no stream. The operation's kind is
+// read from the body, here before gqlgen parses it: a persisted query
+// sent by its hash alone does not say, and is a stream only when the
+// client ranks the stream first.
+func streamChoice(r *http.Request, body []byte) (stream, subscription bool) {
+	f := negotiate(r.Header.Values("Accept"))
+	if f.stream || !bytes.Contains(body, []byte("subscription")) {
+		return f.stream, false
+	}
+	sub, _ := requestOperation(body)
+	return sub && f.streamable, sub && !f.streamable
+}
+
+// answerJSON is the Accept header that gets a one-shot answer the JSON
+// type its client ranks first, "" to leave the header as it is: gqlgen
+// takes the first JSON type it finds, whatever its q-value, and its
+// server-sent events transport any Accept that mentions
+// text/event-stream.
+func answerJSON(r *http.Request) string {
+	accept := r.Header.Values("Accept")
+	if len(accept) == 0 {
+		return "" // gqlgen's default: application/json
+	}
+	if f := negotiate(accept); f.json != "" {
+		return f.json
+	}
+	// Nothing the server gives is acceptable: gqlgen's answer to that.
+	return mediaGraphQLResponse
+}
+
+// withAccept is r with its Accept header replaced by media, or r when
+// media is "".
+func withAccept(r *http.Request, media string) *http.Request {
+	if media == "" {
+		return r
+	}
+	r2 := *r
+	r2.Header = r.Header.Clone()
+	r2.Header.Set("Accept", media)
+	return &r2
 }
 
 // Codes of requests refused before they were read as GraphQL.
@@ -276,7 +342,9 @@ func logRequests(log *slog.Logger) func(http.Handler) http.Handler {
 			ctx = context.WithValue(ctx, requestInfoKey{}, info)
 			sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 			next.ServeHTTP(sw, r.WithContext(ctx))
-			log.Info("request", "operation", info.op(), "method", r.Method, "status", sw.status,
+			// net/http takes a method as long as the request line; the
+			// log keeps as much of it as of an operation's name.
+			log.Info("request", "operation", info.op(), "method", capLabel(r.Method), "status", sw.status,
 				"ms", float64(time.Since(start).Microseconds())/1000, "sql", st.Queries(), "sqlMs", float64(st.Duration().Microseconds())/1000)
 		})
 	}

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/lexer"
 )
 
 // What makes a request one GraphQL request, checked by guardRequest before
@@ -114,4 +117,98 @@ func skipValue(b []byte, i int) int {
 		}
 	}
 	return i
+}
+
+// requestOperation says whether body, a POST body that postShape passed,
+// asks for a subscription: the operation its operationName names, or its
+// only one. known is false when the body does not say (a persisted query
+// sent by its hash alone, a document that does not lex, a name it lacks).
+// It reads the document's tokens without parsing it, so that a query
+// that will not be a stream costs no syntax tree here, and one that does
+// not mention subscriptions no scan.
+func requestOperation(body []byte) (subscription, known bool) {
+	var req struct {
+		Query         *string `json:"query"`
+		OperationName *string `json:"operationName"`
+	}
+	if json.Unmarshal(body, &req) != nil || req.Query == nil || *req.Query == "" {
+		return false, false
+	}
+	name := ""
+	if req.OperationName != nil {
+		name = *req.OperationName
+	}
+	if !strings.Contains(*req.Query, "subscription") {
+		return false, true
+	}
+	ops, ok := operationKinds(*req.Query)
+	if !ok {
+		return false, false
+	}
+	kind, ok := ops[name]
+	if name == "" && len(ops) == 1 {
+		for _, k := range ops {
+			kind, ok = k, true
+		}
+	}
+	return kind == "subscription", ok
+}
+
+// operationKinds maps the operations of a GraphQL document, by name (""
+// for an anonymous one), to their kinds: query, mutation or subscription.
+// It follows only the top level of the document: what starts a
+// definition, its name, and where its selection set ends; braces inside
+// parentheses (object values among variables' defaults and arguments)
+// do not end one.
+func operationKinds(doc string) (map[string]string, bool) {
+	ops := map[string]string{}
+	l := lexer.New(&ast.Source{Input: doc})
+	const (
+		start   = iota // before a definition
+		keyword        // after query, mutation or subscription: its name may follow
+		header         // the rest of a definition's header
+	)
+	state, kind, name, depth, parens := start, "", "", 0, 0
+	for {
+		tok, err := l.ReadToken()
+		if err != nil {
+			return nil, false
+		}
+		switch {
+		case tok.Kind == lexer.EOF:
+			return ops, depth == 0 && parens == 0
+		case tok.Kind == lexer.Comment:
+		case tok.Kind == lexer.ParenL:
+			parens++
+		case tok.Kind == lexer.ParenR:
+			parens--
+		case parens > 0:
+		case tok.Kind == lexer.BraceL:
+			if depth == 0 {
+				if state == start {
+					kind = "query" // the shorthand: a selection set alone
+				}
+				if kind != "" {
+					ops[name] = kind
+				}
+			}
+			depth++
+		case tok.Kind == lexer.BraceR:
+			if depth--; depth == 0 {
+				state, kind, name = start, "", ""
+			}
+		case depth > 0:
+		case state == start && tok.Kind == lexer.Name:
+			switch tok.Value {
+			case "query", "mutation", "subscription":
+				state, kind = keyword, tok.Value
+			default: // a fragment, or what gqlgen will refuse
+				state = header
+			}
+		case state == keyword && tok.Kind == lexer.Name:
+			state, name = header, tok.Value
+		default:
+			state = header
+		}
+	}
 }

@@ -33,7 +33,7 @@ func (x responseStats) InterceptResponse(ctx context.Context, next graphql.Respo
 	if resp == nil {
 		return resp
 	}
-	op := "anonymous"
+	op := anonymousLabel
 	if graphql.HasOperationContext(ctx) {
 		if oc := graphql.GetOperationContext(ctx); oc.Operation != nil && oc.Operation.Name != "" {
 			op = oc.Operation.Name
@@ -52,7 +52,9 @@ func (x responseStats) InterceptResponse(ctx context.Context, next graphql.Respo
 		x.metrics.error(code)
 	}
 	if info := requestInfoFrom(ctx); info != nil {
-		info.setOp(op)
+		// A name can be as long as the body; the log line gets as much of
+		// it as a label does.
+		info.setOp(capLabel(op))
 	}
 	if st := db.StatsFrom(ctx); x.debug && st != nil {
 		if resp.Extensions == nil {

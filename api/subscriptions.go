@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,16 +23,20 @@ import (
 	coderws "github.com/coder/websocket"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+	"golang.org/x/net/http/httpguts"
 )
 
 // Subscriptions are served at /graphql beside queries and mutations: over
 // a websocket (the graphql-transport-ws subprotocol, and the older
-// graphql-ws one gqlgen also speaks) and over server-sent events (POST
-// with Accept: text/event-stream, graphql-sse's distinct connections
-// mode). Operations on either pass through the same gqlgen extensions as
-// any request (complexity, depth and document limits, the rate limit of
-// mutations), but not through the HTTP middleware that shapes one-shot
-// answers: a stream has no request deadline, and its limits are these.
+// graphql-ws one gqlgen also speaks) and over server-sent events (a POST
+// of a subscription that names text/event-stream in its Accept header,
+// or of any operation that ranks it first: graphql-sse's distinct
+// connections mode). Operations on either pass through the same gqlgen
+// extensions as any request (complexity, depth and document limits, the
+// rate limit of mutations). A websocket skips the HTTP middleware that
+// shapes one-shot answers; server-sent events pass through it up to
+// reading the body, under the request's deadline (see streamChoice). A
+// stream has no request deadline after that, and its limits are these.
 // What that middleware gives a request (loaders, a deadline, a viewer
 // checked), a websocket's operations get from socketRules, each its own.
 
@@ -97,43 +100,47 @@ func DefaultStreamConfig() StreamConfig {
 	}
 }
 
-// isStream reports whether r opens a subscription stream rather than
-// making one request.
+// isStream reports whether r opens a websocket. A POST may open a stream
+// of server-sent events too, but that is known only once its body is
+// read (guardRequest, streamChoice): until then it is a request like any.
 func isStream(r *http.Request) bool {
-	return r.Header.Get("Upgrade") != "" || strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+	return httpguts.HeaderValuesContainsToken(r.Header["Upgrade"], "websocket")
 }
 
-// streams routes stream requests to one handler and the rest to another.
+// streams routes websocket upgrades to one handler and the rest to
+// another. Another upgrade is not one the server makes, and is answered
+// as if not asked for: curl --http2 asks a plain http:// request to
+// switch to HTTP/2 (Upgrade: h2c), which gqlgen would otherwise refuse.
 func streams(stream, plain http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if isStream(r) {
 			stream.ServeHTTP(w, r)
 			return
 		}
+		if _, ok := r.Header["Upgrade"]; ok {
+			r2 := *r
+			r2.Header = r.Header.Clone()
+			r2.Header.Del("Upgrade")
+			r2.Header.Del("Http2-Settings")
+			r = &r2
+		}
 		plain.ServeHTTP(w, r)
 	})
 }
 
-// streamGuard is guardRequest for streams: a websocket upgrade is a GET,
-// an SSE request a POST of at most maxBody bytes; neither has a deadline,
-// and the server's read and write timeouts are lifted from the
-// connection (a hijacked connection keeps them otherwise). Each SSE write
-// gets cfg.WriteTimeout instead.
-func streamGuard(maxBody int64, cfg StreamConfig, m *Metrics) func(http.Handler) http.Handler {
+// streamGuard is guardRequest for websockets: an upgrade is a GET, and
+// has no deadline; the server's read and write timeouts are lifted from
+// the connection (a hijacked connection keeps them otherwise).
+func streamGuard(m *Metrics) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			upgrade := r.Header.Get("Upgrade") != ""
-			if upgrade && r.Method != http.MethodGet || !upgrade && r.Method != http.MethodPost {
+			if r.Method != http.MethodGet {
 				m.error(CodeMethodNotAllowed)
 				requestError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed,
 					"open a websocket with GET, or server-sent events with POST")
 				return
 			}
 			rc := http.NewResponseController(w)
-			if !upgrade {
-				r.Body = http.MaxBytesReader(w, r.Body, maxBody)
-				w = &streamWriter{ResponseWriter: w, rc: rc, timeout: cfg.WriteTimeout}
-			}
 			rc.SetReadDeadline(time.Time{})
 			rc.SetWriteDeadline(time.Time{})
 			next.ServeHTTP(w, r)

@@ -39,6 +39,9 @@ func PlanAdoption(ctx context.Context, dsn string) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
+	if err := refuseUnfinished(ctx, d, dsn); err != nil {
+		return Plan{}, fmt.Errorf("%s: %w", location(d, dsn), err)
+	}
 	plan, err := adoptAndMigrate(ctx, d, dsn, connStr, false)
 	if err != nil {
 		// Said as Open says it.

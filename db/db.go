@@ -135,9 +135,9 @@ func open(ctx context.Context, d dialect, dsn, connStr string, opts []Option) (_
 		if err := f.createFile(dsn); err != nil {
 			return nil, err
 		}
-		if err := f.refuseUnfinished(ctx, dsn); err != nil {
-			return nil, err
-		}
+	}
+	if err := refuseUnfinished(ctx, d, dsn); err != nil {
+		return nil, err
 	}
 	// An EF Core database is adopted, and migrated, in one transaction
 	// before the server's own connection settings touch it; one that

@@ -57,10 +57,10 @@ func OpenGraph(ctx context.Context, dsn string) (*GraphReader, error) {
 		if _, err := os.Stat(f.filePath(dsn)); err != nil {
 			return nil, fmt.Errorf("%s: %w", location(d, dsn), err)
 		}
-		if err := f.refuseUnfinished(ctx, dsn); err != nil {
-			return nil, fmt.Errorf("%s: %w", location(d, dsn), err)
-		}
 		connStr = f.readOnly(dsn)
+	}
+	if err := refuseUnfinished(ctx, d, dsn); err != nil {
+		return nil, fmt.Errorf("%s: %w", location(d, dsn), err)
 	}
 	sqlDB, err := sql.Open(d.driver(), connStr)
 	if err != nil {

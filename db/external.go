@@ -76,10 +76,11 @@ func isConflict(ctx context.Context, s *Store, subject string) bool {
 func (s *Store) createExternal(ctx context.Context, subject, name string) (User, error) {
 	u := User{Name: name, SecurityStamp: newStamp()}
 	err := s.inTx(ctx, func(r runner) error {
-		if err := r.queryRow(ctx, s.q.insertUser, []any{name, u.SecurityStamp}, &u.ID); err != nil {
+		var err error
+		if u.ID, err = s.insertUser(ctx, r, name, u.SecurityStamp); err != nil {
 			return err
 		}
-		_, err := r.exec(ctx, setExternalID, subject, u.ID)
+		_, err = r.exec(ctx, setExternalID, subject, u.ID)
 		return err
 	})
 	if err != nil {

@@ -44,6 +44,10 @@ type CorruptError struct {
 }
 
 func (e *CorruptError) Error() string {
+	if len(e.Problems) > 0 && e.Problems[0] == unfinishedImport {
+		// Not damage quick_check found, and export would refuse it too.
+		return unfinishedImport
+	}
 	return "the file is corrupt (PRAGMA quick_check): " + strings.Join(e.Problems, "; ") +
 		"; restore it from a backup or export what can be read"
 }

@@ -184,6 +184,11 @@ func (s *Store) ImportGraph(ctx context.Context, g Graph, progress func(follows 
 	if !ok {
 		return ImportStats{}, fmt.Errorf("import: bulk import is not built for %s", s.d.name())
 	}
+	if g.LastUserID < 0 || g.LastUserID > MaxUserID {
+		// Taken, it would leave every sign-up refused (and, on SQLite
+		// at 2^63-1, refused as if the disk were full).
+		return ImportStats{}, fmt.Errorf("import: LastUserId %d is not between 0 and %d, the highest user id there can be", g.LastUserID, int64(MaxUserID))
+	}
 	im := &graphImport{s: s, ctx: ctx, bulk: bulk, g: g, progress: progress}
 	im.clock = &phaseClock{st: &im.st, last: time.Now()}
 	im.lastPhase = "commit"
@@ -324,6 +329,8 @@ func (im *graphImport) loadUsers() error {
 // user checks one user row and, while no row is bad, loads it.
 func (im *graphImport) user(ins rowSink, u UserRow) error {
 	switch first, taken := im.externals[u.ExternalID]; {
+	case u.ID > MaxUserID:
+		im.bad = append(im.bad, &RowError{u.Pos, fmt.Sprintf("user id %d is above %d, the highest user id there can be", u.ID, int64(MaxUserID))})
 	case im.ids[u.ID]:
 		im.bad = append(im.bad, &RowError{u.Pos, fmt.Sprintf("user id %d exists already", u.ID)})
 	case im.names[strings.ToLower(u.Name)]:

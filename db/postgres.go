@@ -271,6 +271,9 @@ const (
 	pgSerializationFailure = "40001"
 	pgDeadlockDetected     = "40P01"
 	pgDiskFull             = "53100" // disk_full: nothing was written
+	// sequence_generator_limit_exceeded: "nextval: reached maximum value
+	// of sequence", the Users identity at its int's end.
+	pgSequenceLimit = "2200H"
 )
 
 func classifyPostgres(err error) error {
@@ -303,6 +306,8 @@ func classifyPostgres(err error) error {
 		return fmt.Errorf("%w: %w", errRetry, err)
 	case pgDiskFull:
 		return fmt.Errorf("%w: %w", ErrStorageFull, err)
+	case pgSequenceLimit:
+		return fmt.Errorf("%w: %w", ErrIDsExhausted, err)
 	}
 	return err
 }

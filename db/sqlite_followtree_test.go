@@ -647,8 +647,8 @@ func importCutShort(t *testing.T) string {
 
 // Every opener refuses a file whose import did not finish, with the same
 // words: Open (the server, migrate, import), even when its quick_check
-// would run out of time before it found the mark, and OpenGraph
-// (export, and copy's source).
+// would run out of time before it found the mark, OpenGraph (export,
+// and copy's source) and PlanAdoption (migrate -dry-run).
 func TestEveryOpenerRefusesAnUnfinishedImport(t *testing.T) {
 	ctx := context.Background()
 	path := importCutShort(t)
@@ -672,6 +672,10 @@ func TestEveryOpenerRefusesAnUnfinishedImport(t *testing.T) {
 			if err == nil {
 				g.Close()
 			}
+			return err
+		},
+		"PlanAdoption": func() error {
+			_, err := PlanAdoption(ctx, path)
 			return err
 		},
 	} {

@@ -8,15 +8,16 @@ import (
 )
 
 // unfinishedImport is what every opener says of a file whose import did
-// not finish.
-const unfinishedImport = "an import into this file did not finish (the process ended while loading): delete the file and import again"
+// not finish, the server's start-up included: what happened, that
+// nothing will read the file (export and copy neither: what they would
+// read may be a graph without its follows), and what to do.
+const unfinishedImport = "an import into this file did not finish (the process ended while loading), so it may hold part of a graph and nothing reads it, export and copy included: delete the file and run the import again"
 
 // refuseUnfinished refuses the SQLite file of dsn when it still carries
 // the mark of an import that did not finish (see startNewFile): its
 // follow table may be half written, or written and never checked. Every
-// opener asks before anything else reads or changes the file: Open (the
-// server, migrate, import) before adoption and migrations, and OpenGraph
-// (export, and copy's source). The server's start-up check also looks
+// opener asks, through the one rule (see unfinished.go), before anything
+// else reads or changes the file. The server's start-up check also looks
 // for the mark (integrityCheck), but only after migrating.
 func (d *sqliteDialect) refuseUnfinished(ctx context.Context, dsn string) error {
 	path := d.filePath(dsn)

@@ -282,6 +282,9 @@ const (
 	mssqlNoPage           = 1101 // no new page: the disk is full
 	mssqlFilegroupFull    = 1105 // the filegroup has no space left
 	mssqlLogFull          = 9002 // the transaction log is full
+	// Arithmetic overflow error converting %ls to data type %ls: with
+	// IDENTITY, an insert whose identity is past its int's end.
+	mssqlOverflow = 8115
 	// mssqlLockFailed minus sp_getapplock's return code is what
 	// lockEvents throws (THROW's numbers start at 50000).
 	mssqlLockFailed = 51000
@@ -363,6 +366,12 @@ func classifyMSSQLError(e mssql.Error, err error) error {
 		return fmt.Errorf("%w: %w", errRetry, err)
 	case mssqlNoPage, mssqlFilegroupFull, mssqlLogFull:
 		return fmt.Errorf("%w: %w", ErrStorageFull, err)
+	case mssqlOverflow:
+		// The message's fixed opening names what overflowed; no value
+		// of ours comes before it.
+		if strings.HasPrefix(e.Message, "Arithmetic overflow error converting IDENTITY ") {
+			return fmt.Errorf("%w: %w", ErrIDsExhausted, err)
+		}
 	}
 	return nil
 }

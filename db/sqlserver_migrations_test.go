@@ -143,10 +143,6 @@ func (s *tsqlSchema) run(stmt string) []string {
 	return broken
 }
 
-func (s *tsqlSchema) clone() tsqlSchema {
-	return tsqlSchema{maps.Clone(s.triggers), maps.Clone(s.indexes)}
-}
-
 // sqlserverSchemaAfter is what the Up sections of the migrations up to
 // and including version leave in force.
 func sqlserverSchemaAfter(t *testing.T, files []tsqlMigration, version int) tsqlSchema {

@@ -100,8 +100,9 @@ func idList(ids []int64) string {
 // CreateUser adds a user with the given handle and a new security stamp.
 func (s *Store) CreateUser(ctx context.Context, name string) (User, error) {
 	u := User{Name: name, SecurityStamp: newStamp()}
-	err := s.inTx(ctx, func(r runner) error {
-		return r.queryRow(ctx, s.q.insertUser, []any{name, u.SecurityStamp}, &u.ID)
+	err := s.inTx(ctx, func(r runner) (err error) {
+		u.ID, err = s.insertUser(ctx, r, name, u.SecurityStamp)
+		return err
 	})
 	if err != nil {
 		return User{}, fmt.Errorf("create user %q: %w", name, err)

@@ -22,7 +22,8 @@ import (
 const Version = 2
 
 // The files of an export folder. The manifest is written last, so that a
-// folder an export did not finish has none and is refused.
+// folder an export did not finish (see WriteDir) has none and is
+// refused.
 const (
 	ManifestFile = "manifest.csv"
 	UsersFile    = "users.csv"
@@ -57,9 +58,7 @@ func ReadManifest(name string, r io.Reader) (Manifest, error) {
 	bad := func(line int, reason string) (Manifest, error) {
 		return Manifest{}, &db.RowError{Pos: db.Pos{File: name, Line: line}, Reason: reason}
 	}
-	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = -1
-	recs, err := cr.ReadAll()
+	recs, err := readAll(r, 3) // bounded, as every file's records are
 	if err != nil {
 		return bad(1, err.Error())
 	}
@@ -71,7 +70,7 @@ func ReadManifest(name string, r io.Reader) (Manifest, error) {
 	}
 	vals := trimAll(recs[1])
 	if v, err := strconv.Atoi(vals[0]); err != nil || v != Version {
-		return bad(2, fmt.Sprintf("format version %q: this build reads version %d (and version 1, users.csv and follows.csv without a manifest); import it with the build that exported it, or a later one", vals[0], Version))
+		return bad(2, fmt.Sprintf("format version %s: this build reads version %d (and version 1, users.csv and follows.csv without a manifest); import it with the build that exported it, or a later one", shown(vals[0]), Version))
 	}
 	if strings.Join(trimAll(recs[0]), ",") != strings.Join(manifestHeader, ",") {
 		return bad(1, "the header must be "+strings.Join(manifestHeader, ","))
@@ -84,7 +83,10 @@ func ReadManifest(name string, r io.Reader) (Manifest, error) {
 	for i := range nums {
 		n, err := strconv.ParseInt(vals[i+1], 10, 64)
 		if err != nil || n < 0 {
-			return bad(2, fmt.Sprintf("%s %q is not a whole number", manifestHeader[i+1], vals[i+1]))
+			return bad(2, fmt.Sprintf("%s %s is not a whole number", manifestHeader[i+1], shown(vals[i+1])))
+		}
+		if _, ok := parseLastUserID(vals[1]); i == 0 && !ok {
+			return bad(2, fmt.Sprintf("LastUserId %s is not %s", shown(vals[1]), lastUserIDRule))
 		}
 		nums[i] = n
 	}
@@ -92,17 +94,37 @@ func ReadManifest(name string, r io.Reader) (Manifest, error) {
 	return m, nil
 }
 
-// WriteDir writes a graph as a version 2 folder, made if need be: each
-// table's file, then the manifest. It returns the manifest.
-func WriteDir(dir string, g db.Graph) (Manifest, error) {
+// WriteDir writes a graph as a version 2 folder at dir, and returns the
+// manifest. dir must not exist yet, or be an empty folder: users.csv
+// holds every account's stamp, so export writes only into a folder of
+// its own. The files are written into a new private folder (0700, each
+// file made new, 0600) beside dir, with a random name no one else can
+// have planted links in, and that folder is renamed to dir once every
+// file is written and synced. So no file is written through a link or
+// keeps the permissions of one already there, and dir, when it appears,
+// is whole: an export that fails or is cut short leaves no dir (one that
+// is killed leaves its hidden .NAME.export-* folder, manifest-less, which
+// import refuses).
+func WriteDir(dir string, g db.Graph) (_ Manifest, err error) {
 	m := Manifest{Version: Version, LastUserID: g.LastUserID}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	dir = filepath.Clean(dir)
+	empty, err := newDirAt(dir)
+	if err != nil {
 		return m, err
 	}
-	// An earlier export's manifest would vouch for files being rewritten.
-	if err := os.Remove(filepath.Join(dir, ManifestFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o700); err != nil {
 		return m, err
 	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".export-*")
+	if err != nil {
+		return m, fmt.Errorf("make the folder to write into: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(tmp)
+		}
+	}()
 	steps := []struct {
 		file  string
 		n     *int
@@ -114,19 +136,63 @@ func WriteDir(dir string, g db.Graph) (Manifest, error) {
 		{ManifestFile, new(int), func(w io.Writer) (int, error) { return 1, WriteManifest(w, m) }},
 	}
 	for _, st := range steps {
-		n, err := writeFile(filepath.Join(dir, st.file), st.write)
+		n, err := writeFile(filepath.Join(tmp, st.file), st.write)
 		if err != nil {
 			return m, fmt.Errorf("write %s: %w", st.file, err)
 		}
 		*st.n = n
 	}
+	syncDir(tmp)
+	if empty {
+		// rename(2) would replace an empty folder, but Go's os.Rename
+		// refuses to; a folder something was put into meanwhile is not
+		// removed, and a link made in its place is not followed (a
+		// folder is not renamed onto one).
+		if err := os.Remove(dir); err != nil {
+			return m, fmt.Errorf("replace the empty folder %s: %w", dir, err)
+		}
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return m, fmt.Errorf("move the written folder into place: %w", err)
+	}
+	syncDir(parent)
 	return m, nil
 }
 
-// writeFile makes the file at path with fn; it is readable by its owner
-// only, as it holds every account's stamp.
+// newDirAt says whether export may put its folder at dir: when nothing
+// is there, or an empty folder (empty says so; it is replaced, not
+// written into). A link is refused even to an empty folder, and a folder
+// with anything in it, an earlier export included, is left alone.
+func newDirAt(dir string) (empty bool, err error) {
+	fi, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, err
+	case fi.Mode()&os.ModeSymlink != 0:
+		return false, fmt.Errorf("%s is a symbolic link: export makes its folder itself and writes through no link; give a path where nothing is yet", dir)
+	case !fi.IsDir():
+		return false, fmt.Errorf("%s exists and is not a folder: give a path where nothing is yet", dir)
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	if names, err := f.Readdirnames(1); len(names) > 0 {
+		return false, fmt.Errorf("%s is not empty: export writes a new folder of its own and replaces no file, an earlier export's neither; give a new path, or move the old folder away first", dir)
+	} else if err != nil && err != io.EOF {
+		return false, err
+	}
+	return true, nil
+}
+
+// writeFile makes the file at path, which must be new (O_EXCL, which
+// follows no link either), with fn, and syncs it; it is readable by its
+// owner only, as users.csv holds every account's stamp.
 func writeFile(path string, fn func(w io.Writer) (int, error)) (int, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return 0, err
 	}
@@ -135,10 +201,24 @@ func writeFile(path string, fn func(w io.Writer) (int, error)) (int, error) {
 	if err == nil {
 		err = w.Flush()
 	}
+	if err == nil {
+		err = f.Sync()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	return n, err
+}
+
+// syncDir syncs a folder, so that the names in it (the files written,
+// the folder renamed) survive a crash as the files' contents do. It is
+// the best it can do: some systems cannot sync a folder, and then the
+// names are left to them.
+func syncDir(dir string) {
+	if f, err := os.Open(dir); err == nil {
+		f.Sync()
+		f.Close()
+	}
 }
 
 // ReadDir opens a version 2 folder: it reads and checks the manifest, and

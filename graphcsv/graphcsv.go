@@ -15,6 +15,7 @@ package graphcsv
 
 import (
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -53,30 +54,30 @@ var (
 // none, is an account no OpenID Connect provider signs in.
 func ReadUsers(name string, r io.Reader) iter.Seq2[db.UserRow, error] {
 	return read(name, r, [][]string{usersHeader, usersHeaderV1, usersHeaderNoStamps}, func(pos db.Pos, rec []string) (db.UserRow, string) {
-		id, err := strconv.ParseInt(rec[0], 10, 64)
+		id, ok := parseUserID(rec[0])
 		switch {
-		case err != nil || id <= 0:
-			return db.UserRow{}, fmt.Sprintf("Id %q is not a positive whole number", rec[0])
+		case !ok:
+			return db.UserRow{}, fmt.Sprintf("Id %s is not %s", shown(rec[0]), userIDRule)
 		case !db.ValidName(rec[1]):
-			return db.UserRow{}, fmt.Sprintf("Name %q is not a handle (%s)", rec[1], db.NameRule)
+			return db.UserRow{}, fmt.Sprintf("Name %s is not a handle (%s)", shown(rec[1]), db.NameRule)
 		}
 		u := db.UserRow{Pos: pos, ID: id, Name: rec[1]}
 		if len(rec) > 2 {
 			if rec[2] != "" && !db.ValidStamp(rec[2]) {
-				return db.UserRow{}, fmt.Sprintf("SecurityStamp %q is not a stamp (%s)", truncate(rec[2], 70), db.StampRule)
+				return db.UserRow{}, fmt.Sprintf("SecurityStamp %s is not a stamp (%s)", shown(rec[2]), db.StampRule)
 			}
 			u.SecurityStamp = rec[2]
 		}
 		if len(rec) > 3 && rec[3] != "" {
 			at, err := parseTime(rec[3])
 			if err != nil {
-				return db.UserRow{}, fmt.Sprintf("DeactivatedAt %q is not empty nor YYYY-MM-DD HH:MM:SS[.fffffff]", rec[3])
+				return db.UserRow{}, fmt.Sprintf("DeactivatedAt %s is not empty nor YYYY-MM-DD HH:MM:SS[.fffffff]", shown(rec[3]))
 			}
 			u.DeactivatedAt = at
 		}
 		if len(rec) > 4 && rec[4] != "" {
 			if !auth.ValidSubject(rec[4]) {
-				return db.UserRow{}, fmt.Sprintf("ExternalId %q is not a subject (%s)", truncate(rec[4], 70), auth.SubjectRule)
+				return db.UserRow{}, fmt.Sprintf("ExternalId %s is not a subject (%s)", shown(rec[4]), auth.SubjectRule)
 			}
 			u.ExternalID = rec[4]
 		}
@@ -90,13 +91,6 @@ func parseTime(s string) (time.Time, error) { return db.ParseDateTime(s) }
 
 // parseFlag reads a setting written as 0 or 1 (true and false are read too).
 func parseFlag(s string) (bool, error) { return strconv.ParseBool(s) }
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}
 
 // ReadFollows yields the follows of follows.csv, read from r and called
 // name in errors, or a *db.RowError for each row that is not right.
@@ -112,9 +106,9 @@ func ReadFollows(name string, r io.Reader) iter.Seq2[db.FollowRow, error] {
 			notifications, err5 := parseFlag(rec[4])
 			switch {
 			case err4 != nil:
-				return db.FollowRow{}, fmt.Sprintf("Muted %q is not 0 or 1", rec[3])
+				return db.FollowRow{}, fmt.Sprintf("Muted %s is not 0 or 1", shown(rec[3]))
 			case err5 != nil:
-				return db.FollowRow{}, fmt.Sprintf("NotificationsEnabled %q is not 0 or 1", rec[4])
+				return db.FollowRow{}, fmt.Sprintf("NotificationsEnabled %s is not 0 or 1", shown(rec[4]))
 			}
 			f.Muted, f.NotificationsOff = muted, !notifications
 		}
@@ -137,34 +131,32 @@ func ReadBlocks(name string, r io.Reader) iter.Seq2[db.BlockRow, error] {
 // parseEdge reads the first three fields of a follow or a block: the two
 // users' ids and when, or says which is not right, by its header's name.
 func parseEdge(rec, header []string) (from, to int64, at time.Time, reason string) {
-	from, err1 := strconv.ParseInt(rec[0], 10, 64)
-	to, err2 := strconv.ParseInt(rec[1], 10, 64)
+	from, ok1 := parseUserID(rec[0])
+	to, ok2 := parseUserID(rec[1])
 	at, err3 := parseTime(rec[2])
 	switch {
-	case err1 != nil || from <= 0:
-		return 0, 0, at, fmt.Sprintf("%s %q is not a positive whole number", header[0], rec[0])
-	case err2 != nil || to <= 0:
-		return 0, 0, at, fmt.Sprintf("%s %q is not a positive whole number", header[1], rec[1])
+	case !ok1:
+		return 0, 0, at, fmt.Sprintf("%s %s is not %s", header[0], shown(rec[0]), userIDRule)
+	case !ok2:
+		return 0, 0, at, fmt.Sprintf("%s %s is not %s", header[1], shown(rec[1]), userIDRule)
 	case err3 != nil:
-		return 0, 0, at, fmt.Sprintf("%s %q is not YYYY-MM-DD HH:MM:SS[.ffffff]", header[2], rec[2])
+		return 0, 0, at, fmt.Sprintf("%s %s is not YYYY-MM-DD HH:MM:SS[.ffffff]", header[2], shown(rec[2]))
 	}
 	return from, to, at, ""
 }
 
 // read yields the rows of a CSV file after checking its header, one of
 // headers: parse makes a row of a record's trimmed fields, as many as the
-// header has, or says why it cannot. A record that cannot be read at all
-// ends the file.
+// header has, or says why it cannot. A record that cannot be read at all,
+// or is over MaxRecord, ends the file (see records).
 func read[T any](name string, r io.Reader, headers [][]string, parse func(pos db.Pos, rec []string) (T, string)) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
 		bad := func(line int, reason string) bool {
 			return yield(zero, &db.RowError{Pos: db.Pos{File: name, Line: line}, Reason: reason})
 		}
-		cr := csv.NewReader(r)
-		cr.FieldsPerRecord = -1
-		cr.ReuseRecord = true
-		rec, err := cr.Read()
+		rs := newRecords(r)
+		rec, _, err := rs.read()
 		var header []string
 		var spelled []string
 		for _, h := range headers {
@@ -174,15 +166,18 @@ func read[T any](name string, r io.Reader, headers [][]string, parse func(pos db
 			spelled = append(spelled, strings.Join(h, ","))
 		}
 		if header == nil {
-			bad(1, "the header must be "+strings.Join(spelled, " or "))
+			reason := "the header must be " + strings.Join(spelled, " or ")
+			if errors.Is(err, errTooLong) {
+				reason = err.Error()
+			}
+			bad(1, reason)
 			return
 		}
 		for {
-			rec, err := cr.Read()
+			rec, line, err := rs.read()
 			if err == io.EOF {
 				return
 			}
-			line, _ := cr.FieldPos(0)
 			if err != nil {
 				bad(line, err.Error())
 				return
@@ -254,9 +249,9 @@ func ReadSequence(name string, r io.Reader) (int64, error) {
 	var last int64
 	n := 0
 	for v, err := range read(name, r, [][]string{sequenceHeader}, func(pos db.Pos, rec []string) (int64, string) {
-		id, err := strconv.ParseInt(rec[0], 10, 64)
-		if err != nil || id < 0 {
-			return 0, fmt.Sprintf("LastUserId %q is not a whole number", rec[0])
+		id, ok := parseLastUserID(rec[0])
+		if !ok {
+			return 0, fmt.Sprintf("LastUserId %s is not %s", shown(rec[0]), lastUserIDRule)
 		}
 		return id, ""
 	}) {

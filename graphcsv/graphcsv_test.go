@@ -117,7 +117,7 @@ func TestReadPointsAtBadRows(t *testing.T) {
 	users := "Id,Name\n1,alice\nx,frank\n\"2\",\"two\nlines\"\n3,a b\n4\n5,erin\n"
 	rows, errs := collect(ReadUsers("users.csv", strings.NewReader(users)))
 	wantErrs := []string{
-		`users.csv line 3: Id "x" is not a positive whole number`,
+		`users.csv line 3: Id "x" is not a user id: a whole number from 1 to 2147483647`,
 		`users.csv line 4: Name "two\nlines" is not a handle (` + db.NameRule + `)`,
 		`users.csv line 6: Name "a b" is not a handle (` + db.NameRule + `)`,
 		`users.csv line 7: 1 fields, want 2`,
@@ -133,8 +133,8 @@ func TestReadPointsAtBadRows(t *testing.T) {
 	_, errs = collect(ReadFollows("follows.csv", strings.NewReader(follows)))
 	wantErrs = []string{
 		`follows.csv line 2: CreatedAt "yesterday" is not YYYY-MM-DD HH:MM:SS[.ffffff]`,
-		`follows.csv line 3: FollowerId "0" is not a positive whole number`,
-		`follows.csv line 4: FolloweeId "-2" is not a positive whole number`,
+		`follows.csv line 3: FollowerId "0" is not a user id: a whole number from 1 to 2147483647`,
+		`follows.csv line 4: FolloweeId "-2" is not a user id: a whole number from 1 to 2147483647`,
 	}
 	if !slices.Equal(errs, wantErrs) {
 		t.Errorf("errors:\n%s\nwant\n%s", strings.Join(errs, "\n"), strings.Join(wantErrs, "\n"))
@@ -179,7 +179,7 @@ func TestSequence(t *testing.T) {
 		"":                      "s.csv line 1: the header must be LastUserId",
 		"LastUserId\n":          "s.csv line 2: want one LastUserId, not 0",
 		"LastUserId\n1\n2\n":    "s.csv line 2: want one LastUserId, not 2",
-		"LastUserId\nmany\n":    `s.csv line 2: LastUserId "many" is not a whole number`,
+		"LastUserId\nmany\n":    `s.csv line 2: LastUserId "many" is not a whole number from 0 to 2147483647, the highest user id there can be`,
 		"LastUserId,Other\n1\n": "s.csv line 1: the header must be LastUserId",
 	} {
 		if _, err := ReadSequence("s.csv", strings.NewReader(in)); err == nil || err.Error() != want {
@@ -237,9 +237,9 @@ func TestVersion2Rows(t *testing.T) {
 	_, berrs := collect(ReadBlocks("b", strings.NewReader("BlockerId,BlockedId,CreatedAt\n1,x,2026-01-01 00:00:00\n")))
 	want := []string{
 		`u line 2: DeactivatedAt "never" is not empty nor YYYY-MM-DD HH:MM:SS[.fffffff]`,
-		`u line 3: ExternalId "` + tooLong[:70] + `..." is not a subject (` + auth.SubjectRule + `)`,
+		`u line 3: ExternalId "` + tooLong[:40] + `"... (256 bytes) is not a subject (` + auth.SubjectRule + `)`,
 		`f line 2: Muted "maybe" is not 0 or 1`,
-		`b line 2: BlockedId "x" is not a positive whole number`,
+		`b line 2: BlockedId "x" is not a user id: a whole number from 1 to 2147483647`,
 	}
 	if got := append(append(errs, ferrs...), berrs...); !slices.Equal(got, want) {
 		t.Errorf("errors %q, want %q", got, want)

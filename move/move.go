@@ -87,7 +87,8 @@ func readSequence(path, usersPath string) (int64, error) {
 // Import reads: graphcsv's version 2, every user with its stamp and
 // deactivation, every block, every follow with its settings, and the
 // highest user id ever given out. The database is opened read-only, and
-// neither adopted nor migrated (see db.OpenGraph).
+// neither adopted nor migrated (see db.OpenGraph). dir must be new or an
+// empty folder, and appears only once whole (see graphcsv.WriteDir).
 func Export(ctx context.Context, dsn, dir string, stdout io.Writer) error {
 	g, err := db.OpenGraph(ctx, dsn)
 	if err != nil {

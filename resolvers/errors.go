@@ -24,6 +24,10 @@ const (
 	// CodeStorageFull is a write the database refused for want of space;
 	// nothing of it was kept, and it may succeed later.
 	CodeStorageFull = "STORAGE_FULL"
+	// CodeIDsExhausted is a new account refused because the database has
+	// given out the highest user id there can be (db.MaxUserID). Retrying
+	// does not help; other writes still succeed.
+	CodeIDsExhausted = "IDS_EXHAUSTED"
 )
 
 // userError is an error the client caused and may read in full.
@@ -67,6 +71,8 @@ func storeError(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, db.ErrStorageFull):
 		return serviceError{CodeStorageFull, "the server's storage is full, so nothing was written; try again later", err}
+	case errors.Is(err, db.ErrIDsExhausted):
+		return serviceError{CodeIDsExhausted, "no new accounts can be made: the server has given out every user id it can", err}
 	case errors.Is(err, db.ErrSelfFollow):
 		return userError(ctx, CodeBadUserInput, "cannot follow yourself")
 	case errors.Is(err, db.ErrSelfBlock):

@@ -33,7 +33,12 @@ import (
 //     such statistics use. An index on Name alone is dropped, and
 //     migration 1's IX_Users_Name, unique, takes its place; any other is
 //     refused by name, for the DBA to drop and make again after.
-//     (Statistics SQL Server made itself are dropped by ALTER COLUMN.)
+//     Statistics SQL Server made itself on Name (an app that looked users
+//     up by name has them) are dropped first, as migration 11 drops them:
+//     "ALTER TABLE" says ALTER COLUMN drops them, but "Set or Change the
+//     Column Collation" lists distribution statistics "generated
+//     automatically" among what stops a collation change, and the query
+//     optimizer makes them again when it wants them.
 //
 // The ALTER statement is exactly migration 11's (which makes the same
 // change on databases the server made itself, and so does nothing after
@@ -125,6 +130,13 @@ func fitNameSteps(c nameColumn, users []nameUser) ([]Step, []string) {
 	var steps []Step
 	var refused []string
 	for _, u := range users {
+		if u.kind == autoStatistics {
+			steps = append(steps, Step{
+				Says: fmt.Sprintf("drop the statistics %s SQL Server made itself on Users (Name), which would stop the collation change; the optimizer makes them again", u.name),
+				Stmt: `DROP STATISTICS [Users].` + bracket(u.name),
+			})
+			continue
+		}
 		if !u.alone() {
 			refused = append(refused, fmt.Sprintf("the %s %s on Users uses Name (with other columns, a filter or a constraint): SQL Server cannot change Name to nvarchar(450) COLLATE %s under it; drop it, adopt, and make it again", strings.ToLower(u.kind), u.name, nameCollation))
 			continue
@@ -143,6 +155,10 @@ func fitNameSteps(c nameColumn, users []nameUser) ([]Step, []string) {
 	}), nil
 }
 
+// autoStatistics is the kind nameUsersQuery gives statistics the query
+// optimizer made on Name.
+const autoStatistics = "AUTO STATISTICS"
+
 // bracket quotes a name from the catalogue as QUOTENAME does.
 func bracket(name string) string { return "[" + strings.ReplaceAll(name, "]", "]]") + "]" }
 
@@ -155,8 +171,8 @@ FROM sys.indexes AS i
 WHERE i.object_id = OBJECT_ID(N'Users') AND EXISTS (SELECT 1 FROM sys.index_columns AS ic
   WHERE ic.object_id = i.object_id AND ic.index_id = i.index_id AND ic.column_id = COLUMNPROPERTY(i.object_id, 'Name', 'ColumnId'))
 UNION ALL
-SELECT s.name, N'STATISTICS', 0, 0, 0 FROM sys.stats AS s
-WHERE s.object_id = OBJECT_ID(N'Users') AND s.user_created = 1 AND EXISTS (SELECT 1 FROM sys.stats_columns AS sc
+SELECT s.name, CASE WHEN s.auto_created = 1 THEN N'` + autoStatistics + `' ELSE N'STATISTICS' END, 0, 0, 0 FROM sys.stats AS s
+WHERE s.object_id = OBJECT_ID(N'Users') AND (s.user_created = 1 OR s.auto_created = 1) AND EXISTS (SELECT 1 FROM sys.stats_columns AS sc
   WHERE sc.object_id = s.object_id AND sc.stats_id = s.stats_id AND sc.column_id = COLUMNPROPERTY(s.object_id, 'Name', 'ColumnId'))`
 )
 

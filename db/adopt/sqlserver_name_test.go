@@ -58,6 +58,12 @@ func TestFitNameSteps(t *testing.T) {
 		stmts: []string{alter},
 		says:  []string{"(it is varchar(100) COLLATE"},
 	}, {
+		name:  "statistics the optimizer made on Name, as an app that looked users up by name has",
+		col:   article,
+		users: []nameUser{{name: "_WA_Sys_00000002_4AB81AF0", kind: autoStatistics}},
+		stmts: []string{`DROP STATISTICS [Users].[_WA_Sys_00000002_4AB81AF0]`, alter},
+		says:  []string{"drop the statistics _WA_Sys_00000002_4AB81AF0 SQL Server made itself"},
+	}, {
 		name: "already right",
 		col:  nameColumn{typ: "nvarchar", maxLength: 900, collation: nameCollation},
 	}, {
