@@ -152,6 +152,7 @@ func streamFlags(fs *flagSet, events *db.EventsConfig, c *api.StreamConfig, caps
 	fs.IntVar(&c.MaxSubscriptions, "max-subscriptions", c.MaxSubscriptions, "most subscriptions one websocket may run at once; more is SUBSCRIPTION_LIMIT")
 	fs.IntVar(&caps.MaxClientSubscriptions, "max-client-subscriptions", caps.MaxClientSubscriptions, "most subscriptions one client address may run at once over all its streams; more is SUBSCRIPTION_LIMIT (0: no cap)")
 	fs.IntVar(&caps.MaxViewerSubscriptions, "max-viewer-subscriptions", caps.MaxViewerSubscriptions, "most subscriptions one account may run at once over all its streams in this process; more is SUBSCRIPTION_LIMIT (0: no cap)")
+	fs.IntVar(&c.MaxInFlight, "max-socket-operations", c.MaxInFlight, "most operations (queries, mutations, subscriptions) one websocket may have in flight at once; more are refused with IN_FLIGHT_LIMIT")
 	fs.DurationVar(&c.AuthTimeout, "subscription-auth-timeout", c.AuthTimeout, "how long a websocket may take to send connection_init before it is closed with 4408")
 	fs.DurationVar(&c.KeepAlive, "subscription-keepalive", c.KeepAlive, "how often an idle subscription stream is pinged; a websocket that misses two pongs is closed")
 	fs.IntVar(&c.SendQueue, "subscription-queue", c.SendQueue, "messages that may wait for a slow subscriber; one that leaves its queue full for a second more is closed with 1013 (resume with the last cursor)")
@@ -170,8 +171,8 @@ func (s *server) check() error {
 	if s.oidc.UserClaim == "" || s.oidc.NameClaim == "" {
 		return errors.New("-oidc-user-claim and -oidc-name-claim cannot be empty")
 	}
-	if s.events.Retention <= 0 || s.events.Poll <= 0 || st.MaxSubscriptions < 0 || st.AuthTimeout <= 0 || st.KeepAlive <= 0 || st.SendQueue <= 0 {
-		return errors.New("-events-retention, -events-poll, -subscription-auth-timeout, -subscription-keepalive and -subscription-queue must be positive, -max-subscriptions not negative")
+	if s.events.Retention <= 0 || s.events.Poll <= 0 || st.MaxSubscriptions < 0 || st.MaxInFlight <= 0 || st.AuthTimeout <= 0 || st.KeepAlive <= 0 || st.SendQueue <= 0 {
+		return errors.New("-events-retention, -events-poll, -subscription-auth-timeout, -subscription-keepalive, -subscription-queue and -max-socket-operations must be positive, -max-subscriptions not negative")
 	}
 	if conns.MaxConns < 0 || conns.ReadTimeout < 0 || conns.WriteTimeout < 0 || conns.IdleTimeout < 0 || conns.ShutdownGrace < 0 {
 		return errors.New("-max-conns and the timeouts cannot be negative")

@@ -156,7 +156,7 @@ const (
 // caches, limits and the extension that records each response.
 func newGraphQL(res *resolvers.Resolver, cfg Config, caps *clientCaps, log *slog.Logger, m *Metrics) *handler.Server {
 	gql := handler.New(graph.NewExecutableSchema(graph.Config{Schema: graph.Schema(), Resolvers: res, Complexity: resolvers.Complexity()}))
-	gql.AddTransport(websocketTransport(res.Tokens, cfg.Streams, cfg.CORSOrigins, log))
+	gql.AddTransport(socketTransport{websocketTransport(res, cfg.Streams, cfg.CORSOrigins, log)})
 	gql.AddTransport(transport.Options{})
 	gql.AddTransport(transport.GET{})
 	// Before POST, which would take an SSE request for a plain one.
@@ -173,6 +173,9 @@ func newGraphQL(res *resolvers.Resolver, cfg Config, caps *clientCaps, log *slog
 	use(gql, extension.AutomaticPersistedQuery{Cache: persisted})
 	use(gql, &complexityLimit{Max: cfg.MaxComplexity})
 	use(gql, Limits{MaxDepth: cfg.MaxDepth, MaxAliases: cfg.MaxAliases, MaxOperations: cfg.MaxOperations})
+	// First of the operations' interceptors: a websocket's operation is
+	// checked and given its loaders and deadline before anything counts it.
+	use(gql, socketRules{res: res, timeout: cfg.RequestTimeout})
 	use(gql, newRateLimits(cfg.SignupRate, cfg.MutationRate))
 	use(gql, subscriptionLimit{Max: cfg.Streams.MaxSubscriptions, caps: caps})
 	// After the other limits: it checks the document once the persisted

@@ -15,8 +15,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"follows/auth"
+	"follows/resolvers"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
@@ -37,6 +39,8 @@ import (
 // shapes one-shot answers; server-sent events pass through it up to
 // reading the body, under the request's deadline (see streamChoice). A
 // stream has no request deadline after that, and its limits are these.
+// What that middleware gives a request (loaders, a deadline, a viewer
+// checked), a websocket's operations get from socketRules, each its own.
 
 // Close codes of a subscription websocket, beyond gqlgen's.
 const (
@@ -63,6 +67,9 @@ type StreamConfig struct {
 	// MaxSubscriptions is how many subscriptions one websocket may run at
 	// once.
 	MaxSubscriptions int
+	// MaxInFlight is how many operations (queries, mutations and
+	// subscriptions) one websocket may have in flight at once.
+	MaxInFlight int
 	// AuthTimeout is how long a websocket may take to send its
 	// connection_init.
 	AuthTimeout time.Duration
@@ -82,7 +89,10 @@ type StreamConfig struct {
 func DefaultStreamConfig() StreamConfig {
 	return StreamConfig{
 		MaxSubscriptions: 10,
-		AuthTimeout:      10 * time.Second,
+		// Room for the subscriptions and for a page's worth of queries
+		// sent together.
+		MaxInFlight: 32,
+		AuthTimeout: 10 * time.Second,
 		// Below the 60 s after which common load balancers drop an idle
 		// connection.
 		KeepAlive:    25 * time.Second,
@@ -171,8 +181,9 @@ func streamClient(header string) func(http.Handler) http.Handler {
 }
 
 // websocketTransport is gqlgen's websocket transport with the limits of
-// cfg and authentication from the connection_init payload.
-func websocketTransport(tokens *auth.Tokens, cfg StreamConfig, origins string, log *slog.Logger) transport.Websocket {
+// cfg and authentication from the connection_init payload, which must
+// sign someone in as a request's token would (see socketRules).
+func websocketTransport(res *resolvers.Resolver, cfg StreamConfig, origins string, log *slog.Logger) transport.Websocket {
 	return transport.Websocket{
 		// Every socket must answer websocket pings (liveSockets).
 		Implementation: liveSockets{sockets: sockets{cfg: cfg, origins: originPatterns(origins), log: log}, every: cfg.KeepAlive},
@@ -180,13 +191,21 @@ func websocketTransport(tokens *auth.Tokens, cfg StreamConfig, origins string, l
 		// Authorization header, which tokens.Middleware read already.
 		InitFunc: func(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
 			if a := payload.Authorization(); a != "" {
-				ctx = tokens.Authenticate(ctx, a)
+				ctx = res.Tokens.Authenticate(ctx, a)
 			}
-			if _, err := auth.Viewer(ctx); err != nil {
+			why, err := res.SignedIn(res.ForOperation(ctx))
+			if err != nil {
+				return transport.WithWebsocketCloseCode(ctx, int(coderws.StatusTryAgainLater)), nil,
+					errors.New("the token's account could not be looked up: try again later")
+			}
+			if why != nil {
 				return transport.WithWebsocketCloseCode(ctx, CloseForbidden), nil,
-					fmt.Errorf("a subscription needs a valid bearer token: %w", err)
+					fmt.Errorf("a subscription needs a valid bearer token: %w", why)
 			}
-			return withConnection(ctx), nil, nil
+			if c := connectionOf(ctx); c != nil {
+				c.watch(ctx, res, cfg.KeepAlive)
+			}
+			return ctx, nil, nil
 		},
 		KeepAlivePingInterval: cfg.KeepAlive, // graphql-ws's "ka"
 		PingPongInterval:      cfg.KeepAlive, // graphql-transport-ws's ping, which expects a pong
@@ -212,16 +231,14 @@ func originPatterns(origins string) []string {
 	return hosts
 }
 
-// connection is what one websocket's operations share.
+// connection is what one websocket's operations share (see
+// socketTransport).
 type connection struct {
 	subscriptions atomic.Int64
+	socket        *socket // set by Accept
 }
 
 type connectionKey struct{}
-
-func withConnection(ctx context.Context) context.Context {
-	return context.WithValue(ctx, connectionKey{}, &connection{})
-}
 
 // subscriptionLimit refuses a subscription beyond Max on one websocket,
 // or beyond the caps of its client and its viewer (clientCaps), over
@@ -306,7 +323,11 @@ func (s sockets) Accept(w http.ResponseWriter, r *http.Request, opts transport.W
 	if err != nil {
 		return nil, err
 	}
-	sc := &socket{conn: conn, out: make(chan []byte, s.cfg.SendQueue), done: make(chan struct{}), queueWait: s.cfg.QueueWait, writeTimeout: s.cfg.WriteTimeout}
+	sc := &socket{conn: conn, out: make(chan []byte, s.cfg.SendQueue), done: make(chan struct{}), queueWait: s.cfg.QueueWait, writeTimeout: s.cfg.WriteTimeout,
+		maxInFlight: s.cfg.MaxInFlight, ops: map[string]*op{}}
+	if c := connectionOf(r.Context()); c != nil {
+		c.socket = sc
+	}
 	// Set under the lock that the timer's own close takes.
 	sc.mu.Lock()
 	sc.auth = time.AfterFunc(s.cfg.AuthTimeout, func() {
@@ -334,11 +355,14 @@ type socket struct {
 	writeTimeout time.Duration
 	auth         *time.Timer
 	read         atomic.Bool // a first message arrived
+	maxInFlight  int
 
 	mu       sync.Mutex
 	end      ending // set before done is closed
 	closed   bool
 	deadline *time.Timer
+	expiry   *time.Timer    // closes the socket when its token expires
+	ops      map[string]*op // in flight, by id (see admit)
 }
 
 var errSlowConsumer = errors.New("slow consumer: the client did not read what it was sent")
@@ -383,21 +407,44 @@ func (s *socket) send(b []byte) bool {
 	return true
 }
 
+// NextReader returns the next message that gqlgen is to handle: those
+// that admit answers itself, or that close the socket, it never sees.
 func (s *socket) NextReader() (int, io.Reader, error) {
-	typ, data, err := s.conn.Read(context.Background())
-	if err != nil {
-		switch coderws.CloseStatus(err) {
-		case coderws.StatusNormalClosure, coderws.StatusNoStatusRcvd:
-			return int(typ), nil, transport.ErrWebsocketClosed
+	for {
+		typ, data, err := s.conn.Read(context.Background())
+		if err != nil {
+			switch coderws.CloseStatus(err) {
+			case coderws.StatusNormalClosure, coderws.StatusNoStatusRcvd:
+				return int(typ), nil, transport.ErrWebsocketClosed
+			}
+			return int(typ), nil, err
 		}
-		return int(typ), nil, err
+		if !s.read.Swap(true) {
+			// gqlgen closes a connection whose first message is not
+			// connection_init.
+			s.auth.Stop()
+		}
+		if s.admit(data) {
+			return int(typ), bytes.NewReader(data), nil
+		}
+		select {
+		case <-s.done:
+			return int(typ), nil, transport.ErrWebsocketClosed
+		default:
+		}
 	}
-	if !s.read.Swap(true) {
-		// gqlgen closes a connection whose first message is not
-		// connection_init.
-		s.auth.Stop()
+}
+
+// expireAt closes the socket at t, when its token stops being accepted.
+func (s *socket) expireAt(t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
 	}
-	return int(typ), bytes.NewReader(data), nil
+	s.expiry = time.AfterFunc(time.Until(t), func() {
+		s.WriteClose(CloseForbidden, "the bearer token has expired")
+	})
 }
 
 // WriteJSON queues v. When the queue is full it waits, up to queueWait,
@@ -414,6 +461,7 @@ func (s *socket) WriteJSON(v any) error {
 	if err != nil {
 		return err
 	}
+	s.settle(b)
 	select {
 	case s.out <- b:
 		return nil
@@ -449,6 +497,10 @@ func (s *socket) finish(e ending) bool {
 	}
 	s.closed = true
 	s.auth.Stop()
+	e.reason = closeReason(e.reason)
+	if s.expiry != nil {
+		s.expiry.Stop()
+	}
 	s.end = e
 	close(s.done)
 	return true
@@ -479,4 +531,18 @@ func (s *socket) SetReadDeadline(t time.Time) error {
 		s.deadline = time.AfterFunc(time.Until(t), func() { s.conn.CloseNow() })
 	}
 	return nil
+}
+
+// closeReason cuts a close reason to the 123 bytes a close frame holds,
+// at a character's start; coder/websocket refuses to send a longer one.
+func closeReason(r string) string {
+	const max = 123
+	if len(r) <= max {
+		return r
+	}
+	i := max
+	for i > 0 && !utf8.RuneStart(r[i]) {
+		i--
+	}
+	return r[:i]
 }

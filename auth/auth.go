@@ -121,41 +121,52 @@ func (t *Tokens) sign(payload string) []byte {
 // minted under a longer ttl, or forged with a far expiry by someone who
 // once had the secret, lasts no longer than the ttl in force.
 func (t *Tokens) Verify(token string) (Claim, error) {
+	c, _, err := t.verify(token)
+	return c, err
+}
+
+// verify is Verify, also telling when the token stops being accepted:
+// at its own expiry, or once it is as old as the ttl, whichever is first.
+func (t *Tokens) verify(token string) (Claim, time.Time, error) {
 	p, sig, ok := strings.Cut(token, ".")
 	if !ok {
-		return Claim{}, ErrInvalidToken
+		return Claim{}, time.Time{}, ErrInvalidToken
 	}
 	payload, err := b64.DecodeString(p)
 	if err != nil {
-		return Claim{}, ErrInvalidToken
+		return Claim{}, time.Time{}, ErrInvalidToken
 	}
 	mac, err := b64.DecodeString(sig)
 	if err != nil {
-		return Claim{}, ErrInvalidToken
+		return Claim{}, time.Time{}, ErrInvalidToken
 	}
 	// hmac.Equal takes the same time wherever the first difference is.
 	if !hmac.Equal(mac, t.sign(string(payload))) {
-		return Claim{}, ErrInvalidToken
+		return Claim{}, time.Time{}, ErrInvalidToken
 	}
 	fields := strings.SplitN(string(payload), ":", 5)
 	if len(fields) != 5 || fields[0] != tokenVersion || fields[4] == "" {
-		return Claim{}, ErrInvalidToken
+		return Claim{}, time.Time{}, ErrInvalidToken
 	}
 	id, err1 := strconv.ParseInt(fields[1], 10, 64)
 	iat, err2 := strconv.ParseInt(fields[2], 10, 64)
 	exp, err3 := strconv.ParseInt(fields[3], 10, 64)
 	if err1 != nil || err2 != nil || err3 != nil || id <= 0 {
-		return Claim{}, ErrInvalidToken
+		return Claim{}, time.Time{}, ErrInvalidToken
 	}
 	now := t.now()
 	issued := time.Unix(iat, 0)
 	if issued.After(now.Add(clockSkew)) {
-		return Claim{}, ErrInvalidToken
+		return Claim{}, time.Time{}, ErrInvalidToken
 	}
 	if now.Unix() >= exp || now.Sub(issued) >= t.ttl {
-		return Claim{}, ErrExpiredToken
+		return Claim{}, time.Time{}, ErrExpiredToken
 	}
-	return Claim{UserID: id, Stamp: fields[4]}, nil
+	expires := time.Unix(exp, 0)
+	if old := issued.Add(t.ttl); old.Before(expires) {
+		expires = old
+	}
+	return Claim{UserID: id, Stamp: fields[4]}, expires, nil
 }
 
 type viewerKey struct{}
@@ -166,6 +177,8 @@ type viewer struct {
 	// pending, if not nil, is a provider token's claim, looked up when
 	// first asked for.
 	pending *pending
+	// expires is when the token stops being accepted (zero without one).
+	expires time.Time
 }
 
 // Middleware reads the Authorization header and records in the request's
@@ -197,11 +210,11 @@ func (t *Tokens) Authenticate(ctx context.Context, authorization string) context
 			v.err = ErrInvalidToken
 		case t.oidc != nil && strings.Count(token, ".") == 2:
 			var id Identity
-			if id, v.err = t.oidc.Verify(ctx, token); v.err == nil {
+			if id, v.expires, v.err = t.oidc.verify(ctx, token); v.err == nil {
 				v.pending = &pending{o: t.oidc, id: id}
 			}
 		default:
-			v.claim, v.err = t.Verify(token)
+			v.claim, v.expires, v.err = t.verify(token)
 		}
 	}
 	return context.WithValue(ctx, viewerKey{}, v)
@@ -220,4 +233,16 @@ func Viewer(ctx context.Context) (Claim, error) {
 		return v.pending.resolve(ctx)
 	}
 	return v.claim, v.err
+}
+
+// Expires is when the credential ctx was authenticated with stops being
+// accepted, as Authenticate would judge it then; zero when there is no
+// valid one. A request checks its token once, as it arrives; a
+// connection that outlives it (a websocket) must end by this time.
+func Expires(ctx context.Context) time.Time {
+	v, ok := ctx.Value(viewerKey{}).(viewer)
+	if !ok || v.err != nil {
+		return time.Time{}
+	}
+	return v.expires
 }

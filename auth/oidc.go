@@ -199,9 +199,16 @@ type claims struct {
 // with the algorithm that key is for; its issuer, audience and times. It
 // returns ErrInvalidToken, or ErrExpiredToken, wrapped with why.
 func (o *OIDC) Verify(ctx context.Context, token string) (Identity, error) {
+	id, _, err := o.verify(ctx, token)
+	return id, err
+}
+
+// verify is Verify, also telling when the token stops being accepted: a
+// Leeway after its exp.
+func (o *OIDC) verify(ctx context.Context, token string) (Identity, time.Time, error) {
 	tok, err := jwt.ParseSigned(token, asymmetric)
 	if err != nil || len(tok.Headers) != 1 {
-		return Identity{}, fmt.Errorf("%w: not a JWT signed with a public-key algorithm", ErrInvalidToken)
+		return Identity{}, time.Time{}, fmt.Errorf("%w: not a JWT signed with a public-key algorithm", ErrInvalidToken)
 	}
 	h := tok.Headers[0]
 	alg := jose.SignatureAlgorithm(h.Algorithm)
@@ -214,9 +221,14 @@ func (o *OIDC) Verify(ctx context.Context, token string) (Identity, error) {
 		}
 	}
 	if !verified {
-		return Identity{}, fmt.Errorf("%w: no key of the provider's set (kid %q, %s) verifies it", ErrInvalidToken, h.KeyID, alg)
+		return Identity{}, time.Time{}, fmt.Errorf("%w: no key of the provider's set (kid %q, %s) verifies it", ErrInvalidToken, h.KeyID, alg)
 	}
-	return o.check(c)
+	id, err := o.check(c)
+	if err != nil {
+		return Identity{}, time.Time{}, err
+	}
+	// check refuses a token without exp.
+	return id, c.Expiry.Time().Add(Leeway), nil
 }
 
 // check reads a verified token's claims.

@@ -93,10 +93,20 @@ type loadersKey struct{}
 // Middleware gives each request its own loaders.
 func (r *Resolver) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		mk := func() *loaders { return newLoaders(r.Store, r.BatchWait, r.OnBatch) }
-		rl := &requestLoaders{cur: mk(), make: mk}
-		next.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), loadersKey{}, rl)))
+		next.ServeHTTP(w, req.WithContext(r.ForOperation(req.Context())))
 	})
+}
+
+// ForOperation gives ctx loaders, prefetch plans and a root prefetch of
+// its own, as Middleware gives a request. A websocket is one HTTP request
+// that carries any number of operations over its life: each gets its own,
+// so that it reads the graph as it stands when it runs (a deactivation, a
+// block, a deletion made since the socket opened shows, as over HTTP),
+// plans from its own document and variables, and leaves nothing cached
+// behind when it ends.
+func (r *Resolver) ForOperation(ctx context.Context) context.Context {
+	mk := func() *loaders { return newLoaders(r.Store, r.BatchWait, r.OnBatch) }
+	return context.WithValue(ctx, loadersKey{}, &requestLoaders{cur: mk(), make: mk})
 }
 
 // loadersFor returns the request's loaders; a context without them (a call
@@ -112,5 +122,68 @@ func (r *Resolver) loadersFor(ctx context.Context) *loaders {
 func freshLoaders(ctx context.Context) {
 	if rl, ok := ctx.Value(loadersKey{}).(*requestLoaders); ok {
 		rl.reset()
+	}
+}
+
+// EventClock bounds the resolution of each event of one subscription,
+// which has no deadline of its own: a request's deadline, from the moment
+// the transport has taken the event from the resolver to the end of the
+// response it makes of it. The transport asks for each response in a
+// context from Next; the resolver tells, once an event is taken, that
+// the clock of that response starts (eventTaken). Each response receives
+// one event, in order, so the nth response resolves the nth event; a
+// clock never runs while a response is still waiting for its event,
+// which its cancellation would end as if the stream were over.
+type EventClock struct {
+	timeout time.Duration
+
+	mu     sync.Mutex
+	calls  int // responses asked for so far
+	taken  int // events taken so far
+	cancel context.CancelFunc
+	timer  *time.Timer
+}
+
+type eventClockKey struct{}
+
+// WithEventClock gives the subscription started in ctx a clock of
+// timeout for each event.
+func WithEventClock(ctx context.Context, timeout time.Duration) (context.Context, *EventClock) {
+	c := &EventClock{timeout: timeout}
+	return context.WithValue(ctx, eventClockKey{}, c), c
+}
+
+// Next is the context of the next response, and the function that ends
+// it once the response is made.
+func (c *EventClock) Next(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	c.mu.Lock()
+	c.calls++
+	c.cancel = cancel
+	c.mu.Unlock()
+	return ctx, func() {
+		c.mu.Lock()
+		if c.timer != nil {
+			c.timer.Stop()
+			c.timer = nil
+		}
+		c.cancel = nil
+		c.mu.Unlock()
+		cancel()
+	}
+}
+
+// eventTaken starts the clock of the response resolving the event the
+// transport has just taken.
+func eventTaken(ctx context.Context) {
+	c, ok := ctx.Value(eventClockKey{}).(*EventClock)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.taken++
+	if c.taken == c.calls && c.cancel != nil {
+		c.timer = time.AfterFunc(c.timeout, c.cancel)
 	}
 }

@@ -54,6 +54,7 @@ func (r *Resolver) followEvents(ctx context.Context, after *string) (<-chan *mod
 			}
 			select {
 			case events <- ev:
+				eventTaken(ctx) // its resolution has a deadline now
 				return nil
 			case <-ctx.Done():
 				return ctx.Err()
