@@ -35,6 +35,7 @@ type postgresDialect struct{}
 var (
 	_ dialect        = (*postgresDialect)(nil)
 	_ rowLocker      = (*postgresDialect)(nil)
+	_ lockReleaser   = (*postgresDialect)(nil)
 	_ eventLocker    = (*postgresDialect)(nil)
 	_ eventListener  = (*postgresDialect)(nil)
 	_ sessionLocking = (*postgresDialect)(nil)
@@ -89,6 +90,12 @@ func (*postgresDialect) sessionLocker() (lock.SessionLocker, error) {
 // being inserted by other writers.
 func (*postgresDialect) rowLocks() (act, around lockClause) {
 	return lockClause{suffix: " FOR NO KEY UPDATE"}, lockClause{suffix: " FOR UPDATE"}
+}
+
+// savepoint: rolling back to a savepoint ends its subtransaction, and
+// with it the row locks taken since, which waiters then get.
+func (*postgresDialect) savepoint() (set, rollback string) {
+	return `SAVEPOINT lock_around`, `ROLLBACK TO SAVEPOINT lock_around`
 }
 
 // insertFollow: the column default sets CreatedAt (clock_timestamp(), in
