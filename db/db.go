@@ -435,17 +435,22 @@ func (r runner) queryRow(ctx context.Context, text string, args []any, dest ...a
 
 func (s *Store) read() runner { return runner{s: s} }
 
-// inTx runs fn in one write transaction, committing when it returns nil.
-// On SQLite the transaction takes the write lock when it begins (see the
-// DSN's _txlock), so a read followed by a write never fails with SQLITE_BUSY.
+// inTx runs fn in one write transaction, committing when it returns nil,
+// and runs it again, at most maxTxAttempts times in all, while it loses
+// races (errRetry) and the context lasts. On SQLite the transaction takes
+// the write lock when it begins (see the DSN's _txlock), so a read
+// followed by a write never fails with SQLITE_BUSY; a BEGIN that waited
+// the busy timeout out is ErrBusy and not run again, as the wait was
+// SQLite's own retrying (see classifySQLite).
 func (s *Store) inTx(ctx context.Context, fn func(r runner) error) error {
 	for attempt := 1; ; attempt++ {
 		tx, err := s.db.BeginTx(ctx, nil)
 		if err != nil {
-			return s.d.classify(err)
+			err = s.d.classify(err)
+		} else {
+			err = s.runTx(tx, fn)
 		}
-		err = s.runTx(tx, fn)
-		if attempt < maxTxAttempts && errors.Is(err, errRetry) {
+		if attempt < maxTxAttempts && errors.Is(err, errRetry) && ctx.Err() == nil {
 			continue
 		}
 		return err

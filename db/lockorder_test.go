@@ -2,13 +2,21 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	mssql "github.com/microsoft/go-mssqldb"
+
+	"follows/db/pgtest"
 )
 
 // Every write path runs against every other on one small graph, where
@@ -219,4 +227,136 @@ func postgresDeadlocks(t *testing.T, s *Store) int64 {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// A race lost to other writers, still lost after the transaction has run
+// maxTxAttempts times, is ErrBusy (SERVER_BUSY to a client), never an
+// unclassified error; a lock the database already waited its limit for is
+// ErrBusy at once, not waited for again.
+func TestLostRacesEndBusy(t *testing.T) {
+	t.Parallel()
+	s := openTestStore(t)
+	for _, tc := range []struct {
+		name     string
+		err      error
+		wantRuns int
+	}{
+		{"deadlock", classifyPostgres(&pgconn.PgError{Code: "40P01"}), maxTxAttempts},
+		{"serialization failure", classifyPostgres(&pgconn.PgError{Code: "40001"}), maxTxAttempts},
+		{"users around changed", busy(errors.New("the users around user 1 changed")), maxTxAttempts},
+		{"SQL Server deadlock victim", classifySQLServer(mssql.Error{Number: 1205, Message: "deadlock victim"}), maxTxAttempts},
+		{"lock_timeout", classifyPostgres(&pgconn.PgError{Code: "55P03"}), 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runs := 0
+			err := s.inTx(context.Background(), func(r runner) error {
+				runs++
+				return tc.err
+			})
+			if !errors.Is(err, ErrBusy) || runs != tc.wantRuns {
+				t.Errorf("%d runs, then %v; want %d runs, then ErrBusy", runs, err, tc.wantRuns)
+			}
+		})
+	}
+}
+
+// SQLite's busy timeout running out (another connection, here another
+// process's, holds the write lock) is ErrBusy, on the first attempt: the
+// busy handler has retried for the whole timeout. The DSN's own busy
+// timeout is kept, so that an operator (and this test) can set it.
+func TestSQLiteBusyTimeoutIsErrBusy(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "follows.db")
+	s, err := Open(context.Background(), path+"?_pragma=busy_timeout(50)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var timeout int
+	if err := s.rawQueryRow(`PRAGMA busy_timeout`).Scan(&timeout); err != nil || timeout != 50 {
+		t.Fatalf("the store's busy timeout = %d ms (%v), want the DSN's 50", timeout, err)
+	}
+	ctx := context.Background()
+	alice, err := s.CreateUser(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := s.CreateUser(ctx, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	holder := holdSQLiteWriteLock(t, path)
+	_, err = s.Follow(ctx, alice.ID, bob.ID)
+	if !errors.Is(err, ErrBusy) {
+		t.Errorf("follow while another connection writes: %v, want ErrBusy", err)
+	}
+	if _, err := s.CreateUser(ctx, "carol"); !errors.Is(err, ErrBusy) {
+		t.Errorf("sign-up while another connection writes: %v, want ErrBusy", err)
+	}
+	holder()
+	if _, err := s.Follow(ctx, alice.ID, bob.ID); err != nil {
+		t.Errorf("follow once the lock is free: %v", err)
+	}
+}
+
+// holdSQLiteWriteLock takes the write lock of the SQLite file at path on
+// a connection of its own, and returns what lets it go.
+func holdSQLiteWriteLock(t *testing.T, path string) (release func()) {
+	t.Helper()
+	raw, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := raw.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(context.Background(), `BEGIN IMMEDIATE`); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		conn.ExecContext(context.Background(), `ROLLBACK`)
+		conn.Close()
+		raw.Close()
+	}
+}
+
+// On PostgreSQL, a lock_timeout the DSN sets running out is ErrBusy.
+func TestPostgresLockTimeoutIsErrBusy(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t, "the PostgreSQL lock timeout test")
+	s, err := Open(context.Background(), withParam(dsn, "lock_timeout=100"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	alice, err := s.CreateUser(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := s.CreateUser(ctx, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `SELECT 1 FROM "Users" WHERE "Id" = $1 FOR UPDATE`, bob.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Follow(ctx, alice.ID, bob.ID); !errors.Is(err, ErrBusy) {
+		t.Errorf("follow of a user another transaction holds: %v, want ErrBusy", err)
+	}
+}
+
+// withParam adds a query parameter to a URL.
+func withParam(dsn, param string) string {
+	if strings.Contains(dsn, "?") {
+		return dsn + "&" + param
+	}
+	return dsn + "?" + param
 }

@@ -277,6 +277,7 @@ const (
 	pgCheckViolation       = "23514"
 	pgSerializationFailure = "40001"
 	pgDeadlockDetected     = "40P01"
+	pgLockNotAvailable     = "55P03" // a lock_timeout (or NOWAIT) the DSN set ran out
 	pgDiskFull             = "53100" // disk_full: nothing was written
 )
 
@@ -307,7 +308,10 @@ func classifyPostgres(err error) error {
 			return fmt.Errorf("%w: %w", ErrSelfBlock, err)
 		}
 	case pgSerializationFailure, pgDeadlockDetected:
-		return fmt.Errorf("%w: %w", errRetry, err)
+		return busy(err)
+	case pgLockNotAvailable:
+		// Waited as long as the operator allows: not run again.
+		return fmt.Errorf("%w: %w", ErrBusy, err)
 	case pgDiskFull:
 		return fmt.Errorf("%w: %w", ErrStorageFull, err)
 	}

@@ -24,6 +24,10 @@ const (
 	// CodeStorageFull is a write the database refused for want of space;
 	// nothing of it was kept, and it may succeed later.
 	CodeStorageFull = "STORAGE_FULL"
+	// CodeServerBusy is a write that lost its races with other writes
+	// (run again a bounded number of times) or waited its limit for a
+	// lock; nothing of it was kept, and it may succeed if tried again.
+	CodeServerBusy = "SERVER_BUSY"
 )
 
 // userError is an error the client caused and may read in full.
@@ -67,6 +71,8 @@ func storeError(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, db.ErrStorageFull):
 		return serviceError{CodeStorageFull, "the server's storage is full, so nothing was written; try again later", err}
+	case errors.Is(err, db.ErrBusy):
+		return serviceError{CodeServerBusy, "the server is busy with other writes, so nothing was written; try again", err}
 	case errors.Is(err, db.ErrSelfFollow):
 		return userError(ctx, CodeBadUserInput, "cannot follow yourself")
 	case errors.Is(err, db.ErrSelfBlock):
