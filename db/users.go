@@ -290,14 +290,18 @@ func lockAround(ctx context.Context, r runner, id int64) error {
 		if err != nil {
 			return err
 		}
-		if !slices.Contains(locked, id) {
+		held := make(map[int64]bool, len(locked)) // a followed account's may be many
+		for _, u := range locked {
+			held[u] = true
+		}
+		if !held[id] {
 			return ErrNotFound
 		}
 		var around []int64
 		if around, err = readIDs(ctx, r, aroundUser, id, id, id); err != nil {
 			return err
 		}
-		if !slices.ContainsFunc(around, func(u int64) bool { return !slices.Contains(locked, u) }) {
+		if !slices.ContainsFunc(around, func(u int64) bool { return !held[u] }) {
 			return nil
 		}
 		if !canRelease || round == maxLockRounds {
