@@ -33,6 +33,13 @@ var (
 	// ErrStillReferenced is a user that cannot be deleted because rows
 	// the store does not manage (another app's table) still refer to it.
 	ErrStillReferenced = errors.New("rows of another table still refer to the user")
+	// ErrBusy is a write that met other writers and was not made: a
+	// deadlock or serialization failure that was still there after the
+	// transaction had been run maxTxAttempts times, or a lock the
+	// database waited its limit for (SQLite's busy timeout, PostgreSQL's
+	// lock_timeout). Nothing of it was kept; it may succeed if tried
+	// again.
+	ErrBusy = errors.New("the database is busy with other writes")
 
 	// errRetry marks a transaction that lost a race (a deadlock, a
 	// duplicate key) and may succeed if run again.
@@ -70,7 +77,13 @@ func stillReferenced(err error) error {
 }
 
 // maxTxAttempts bounds how often a transaction that lost a race is run.
+// A race lost to other writers (a deadlock, a serialization failure) is
+// ErrBusy as well as errRetry, so that the last attempt's error says so.
 const maxTxAttempts = 3
+
+// busy marks err as a race lost to other writers that running the
+// transaction again may win (see maxTxAttempts).
+func busy(err error) error { return fmt.Errorf("%w: %w: %w", errRetry, ErrBusy, err) }
 
 // Store is the follower graph kept in a SQL database. It is safe for
 // concurrent use; open it once per process with Open.
@@ -187,7 +200,7 @@ func open(ctx context.Context, d dialect, dsn, connStr string, opts []Option) (_
 // writeStatements are the statements that write transactions run.
 func (s *Store) writeStatements() []string {
 	texts := []string{s.q.insertFollow, s.q.insertUser, deleteFollow,
-		s.q.selectPairUsers, s.q.lockAroundUser, deleteUserFollows, deleteUserBlocks, deleteUser, countPairBlocks,
+		s.q.selectPairUsers, s.q.lockAroundUser, aroundUser, s.q.lockUsers, deleteUserFollows, deleteUserBlocks, deleteUser, countPairBlocks,
 		updateFollow, selectFollow, insertBlock, deletePairFollows, deleteBlock,
 		deactivateUser, reactivateUser, recountAround, selectUserByID}
 	if l, ok := s.d.(eventLocker); ok {
@@ -422,17 +435,22 @@ func (r runner) queryRow(ctx context.Context, text string, args []any, dest ...a
 
 func (s *Store) read() runner { return runner{s: s} }
 
-// inTx runs fn in one write transaction, committing when it returns nil.
-// On SQLite the transaction takes the write lock when it begins (see the
-// DSN's _txlock), so a read followed by a write never fails with SQLITE_BUSY.
+// inTx runs fn in one write transaction, committing when it returns nil,
+// and runs it again, at most maxTxAttempts times in all, while it loses
+// races (errRetry) and the context lasts. On SQLite the transaction takes
+// the write lock when it begins (see the DSN's _txlock), so a read
+// followed by a write never fails with SQLITE_BUSY; a BEGIN that waited
+// the busy timeout out is ErrBusy and not run again, as the wait was
+// SQLite's own retrying (see classifySQLite).
 func (s *Store) inTx(ctx context.Context, fn func(r runner) error) error {
 	for attempt := 1; ; attempt++ {
 		tx, err := s.db.BeginTx(ctx, nil)
 		if err != nil {
-			return s.d.classify(err)
+			err = s.d.classify(err)
+		} else {
+			err = s.runTx(tx, fn)
 		}
-		err = s.runTx(tx, fn)
-		if attempt < maxTxAttempts && errors.Is(err, errRetry) {
+		if attempt < maxTxAttempts && errors.Is(err, errRetry) && ctx.Err() == nil {
 			continue
 		}
 		return err

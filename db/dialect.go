@@ -108,9 +108,22 @@ type (
 	// blocked meanwhile and writers of the same users queue; around a
 	// user being deleted or deactivated and the users around it, whose
 	// counts that changes (see lockAround). Without it (SQLite, whose
-	// write lock covers both) the reads take no lock.
+	// write lock covers both) the reads take no lock. The rule: users
+	// first, in Id order, then their rows, then the event outbox's lock;
+	// every write path's locks are listed in docs/architecture.md, "Lock
+	// order", and TestLockOrder holds them to it.
 	rowLocker interface {
 		rowLocks() (act, around lockClause)
+	}
+
+	// lockReleaser lets go, inside a transaction, of the row locks taken
+	// since a savepoint: set makes the savepoint, rollback rolls back to
+	// it. lockAround lets go of users it locked in Id order to lock a
+	// larger set in Id order, rather than add one out of order. Without
+	// it (SQL Server keeps the locks of a rolled back savepoint), the
+	// transaction is run again instead.
+	lockReleaser interface {
+		savepoint() (set, rollback string)
 	}
 
 	// eventLocker's statement runs before an event is added, and takes
@@ -284,9 +297,10 @@ type statements struct {
 	// recountIDs applies the count rule to the users of a JSON array of
 	// ids; recountImported does too, for a bulk import's many users.
 	recountIDs, recountImported string
-	// selectPairUsers and lockAroundUser are the reads that take the
-	// row locks (see rowLocker).
-	selectPairUsers, lockAroundUser string
+	// selectPairUsers, lockAroundUser and lockUsers (the users of a
+	// JSON array of ids) are the reads that take the row locks (see
+	// rowLocker).
+	selectPairUsers, lockAroundUser, lockUsers string
 }
 
 // newStatements builds d's statements.
@@ -311,6 +325,7 @@ func newStatements(d dialect) *statements {
 		recountImported: recountUsersGrouped(idSet),
 		selectPairUsers: `SELECT ` + userColumns + ` FROM Users AS u` + act.hint + ` WHERE u.Id IN (?, ?) ORDER BY u.Id` + act.suffix,
 		lockAroundUser:  `SELECT u.Id FROM Users AS u` + around.hint + ` WHERE u.Id IN (` + aroundUser + `) ORDER BY u.Id` + around.suffix,
+		lockUsers:       `SELECT u.Id FROM Users AS u` + around.hint + ` WHERE u.Id IN (` + idSet + `) ORDER BY u.Id` + around.suffix,
 	}
 }
 

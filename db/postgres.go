@@ -35,6 +35,7 @@ type postgresDialect struct{}
 var (
 	_ dialect        = (*postgresDialect)(nil)
 	_ rowLocker      = (*postgresDialect)(nil)
+	_ lockReleaser   = (*postgresDialect)(nil)
 	_ eventLocker    = (*postgresDialect)(nil)
 	_ eventListener  = (*postgresDialect)(nil)
 	_ sessionLocking = (*postgresDialect)(nil)
@@ -89,6 +90,12 @@ func (*postgresDialect) sessionLocker() (lock.SessionLocker, error) {
 // being inserted by other writers.
 func (*postgresDialect) rowLocks() (act, around lockClause) {
 	return lockClause{suffix: " FOR NO KEY UPDATE"}, lockClause{suffix: " FOR UPDATE"}
+}
+
+// savepoint: rolling back to a savepoint ends its subtransaction, and
+// with it the row locks taken since, which waiters then get.
+func (*postgresDialect) savepoint() (set, rollback string) {
+	return `SAVEPOINT lock_around`, `ROLLBACK TO SAVEPOINT lock_around`
 }
 
 // insertFollow: the column default sets CreatedAt (clock_timestamp(), in
@@ -270,6 +277,7 @@ const (
 	pgCheckViolation       = "23514"
 	pgSerializationFailure = "40001"
 	pgDeadlockDetected     = "40P01"
+	pgLockNotAvailable     = "55P03" // a lock_timeout (or NOWAIT) the DSN set ran out
 	pgDiskFull             = "53100" // disk_full: nothing was written
 	// sequence_generator_limit_exceeded: "nextval: reached maximum value
 	// of sequence", the Users identity at its int's end.
@@ -303,7 +311,10 @@ func classifyPostgres(err error) error {
 			return fmt.Errorf("%w: %w", ErrSelfBlock, err)
 		}
 	case pgSerializationFailure, pgDeadlockDetected:
-		return fmt.Errorf("%w: %w", errRetry, err)
+		return busy(err)
+	case pgLockNotAvailable:
+		// Waited as long as the operator allows: not run again.
+		return fmt.Errorf("%w: %w", ErrBusy, err)
 	case pgDiskFull:
 		return fmt.Errorf("%w: %w", ErrStorageFull, err)
 	case pgSequenceLimit:

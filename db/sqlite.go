@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -40,12 +41,43 @@ const sqlitePoolSize = 4
 // KiB), set in the DSN and set back after a bulk import widened it.
 const sqliteCacheSize = "-4000"
 
+// sqliteBusyTimeout is how long a connection waits for the write lock
+// before its statement fails with SQLITE_BUSY (ErrBusy), unless the DSN
+// sets its own (busy_timeout, or the driver's _busy_timeout or _timeout).
+const sqliteBusyTimeout = "_pragma=busy_timeout(10000)"
+
 func sqliteDSN(dsn string) string {
-	params := "_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=cache_size(" + sqliteCacheSize + ")&_txlock=immediate"
+	params := "_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=cache_size(" + sqliteCacheSize + ")&_txlock=immediate"
+	if !setsBusyTimeout(dsn) {
+		// The driver runs the busy_timeout pragmas first, in no set
+		// order among themselves: two would leave the DSN's to chance.
+		params += "&" + sqliteBusyTimeout
+	}
 	if strings.Contains(dsn, "?") {
 		return dsn + "&" + params
 	}
 	return dsn + "?" + params
+}
+
+// setsBusyTimeout reports whether a SQLite DSN sets its own busy timeout.
+func setsBusyTimeout(dsn string) bool {
+	_, query, ok := strings.Cut(dsn, "?")
+	if !ok {
+		return false
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return false
+	}
+	if q.Has("_busy_timeout") || q.Has("_timeout") {
+		return true
+	}
+	for _, p := range q["_pragma"] {
+		if strings.HasPrefix(strings.ToLower(strings.TrimSpace(p)), "busy_timeout") {
+			return true
+		}
+	}
+	return false
 }
 
 // sqliteTime is EF Core's TEXT form of a DateTime, always with seven
@@ -265,8 +297,24 @@ func classifySQLite(err error) error {
 			return fmt.Errorf("%w: %w", ErrNameTaken, err)
 		}
 	}
+	if se.Code() == sqlite3.SQLITE_BUSY_SNAPSHOT {
+		// A read transaction that went on to write found its snapshot
+		// stale: nothing waited, and a new transaction reads anew.
+		return busy(err)
+	}
 	// The rest by primary code: their extended codes say only where.
 	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_BUSY:
+		// The busy handler has already retried for the busy timeout
+		// (see sqliteDSN); running the transaction again would wait as
+		// long again, past what the operator set and most requests'
+		// deadlines.
+		return fmt.Errorf("%w: %w", ErrBusy, err)
+	case sqlite3.SQLITE_LOCKED:
+		// A table locked by another statement of the process: the
+		// busy handler does not wait for it, a new transaction may find
+		// it free.
+		return busy(err)
 	case sqlite3.SQLITE_FULL:
 		return fmt.Errorf("%w: %w", ErrStorageFull, err)
 	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:

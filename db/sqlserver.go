@@ -359,11 +359,11 @@ func classifyMSSQLError(e mssql.Error, err error) error {
 			return foreignKeyViolation(err)
 		}
 	case mssqlDeadlock, mssqlSnapshotConflict:
-		return fmt.Errorf("%w: %w", errRetry, err)
+		return busy(err)
 	case mssqlLockFailed + 1, mssqlLockFailed + 2, mssqlLockFailed + 3:
 		// The outbox's lock timed out, was canceled or lost a
 		// deadlock: nothing was written without it.
-		return fmt.Errorf("%w: %w", errRetry, err)
+		return busy(err)
 	case mssqlNoPage, mssqlFilegroupFull, mssqlLogFull:
 		return fmt.Errorf("%w: %w", ErrStorageFull, err)
 	case mssqlOverflow:

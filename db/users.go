@@ -260,33 +260,82 @@ func scanUsers(rows *rows) ([]User, error) {
 
 // lockAround locks, where the dialect has row locks (rowLocker), a user
 // and the users around it, whose counts deleting or deactivating it
-// changes, in Id order as every write transaction locks users. A user
-// that is not there is ErrNotFound. The set is read before its rows are
-// locked, so a follow of the user committed in between leaves one user
-// of it unlocked; writing that user's count may then deadlock, which the
-// database breaks and the store reruns (errRetry).
+// changes, in Id order as every write transaction locks users (see
+// docs/architecture.md, "Lock order"). A user that is not there is
+// ErrNotFound.
+//
+// The users around are read before their rows are locked, so a follow of
+// the user that commits in between (while this waits for the user's row,
+// which the follow holds) adds a user that is not locked; the count
+// trigger would then lock it, out of order, and deadlock with a writer
+// that holds it and waits for a user locked here. So once the user is
+// locked, and no follow of it can commit, the users around are read
+// again; if some are new, the locks are let go (lockReleaser) and the
+// users read so far locked again, in order, as long as new ones turn up
+// (maxLockRounds). A dialect that cannot let row locks go runs the
+// transaction again instead (errRetry).
 func lockAround(ctx context.Context, r runner, id int64) error {
 	if _, ok := r.s.d.(rowLocker); !ok {
 		return nil
 	}
-	rows, err := r.query(ctx, r.s.q.lockAroundUser, id, id, id)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	found := false
-	for rows.Next() {
-		var locked int64
-		if err := rows.Scan(&locked); err != nil {
+	release, canRelease := r.s.d.(lockReleaser)
+	var set, rollback string
+	if canRelease {
+		set, rollback = release.savepoint()
+		if _, err := r.exec(ctx, set); err != nil {
 			return err
 		}
-		found = found || locked == id
+	}
+	locked, err := readIDs(ctx, r, r.s.q.lockAroundUser, id, id, id)
+	for round := 1; ; round++ {
+		if err != nil {
+			return err
+		}
+		held := make(map[int64]bool, len(locked)) // a followed account's may be many
+		for _, u := range locked {
+			held[u] = true
+		}
+		if !held[id] {
+			return ErrNotFound
+		}
+		var around []int64
+		if around, err = readIDs(ctx, r, aroundUser, id, id, id); err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(around, func(u int64) bool { return !held[u] }) {
+			return nil
+		}
+		if !canRelease || round == maxLockRounds {
+			return busy(fmt.Errorf("the users around user %d changed while they were being locked", id))
+		}
+		if _, err = r.exec(ctx, rollback); err != nil {
+			return err
+		}
+		locked, err = readIDs(ctx, r, r.s.q.lockUsers, idList(append(locked, around...)))
+	}
+}
+
+// maxLockRounds bounds how often lockAround locks the users around a user
+// that gained followers or followees while it waited.
+const maxLockRounds = 4
+
+// readIDs runs a statement whose rows are one id each.
+func readIDs(ctx context.Context, r runner, text string, args ...any) ([]int64, error) {
+	rows, err := r.query(ctx, text, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
 	}
 	if err := rows.Err(); err != nil {
-		return err
+		return nil, err
 	}
-	if !found {
-		return ErrNotFound
-	}
-	return rows.Close()
+	return ids, rows.Close()
 }

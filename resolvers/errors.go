@@ -28,6 +28,10 @@ const (
 	// given out the highest user id there can be (db.MaxUserID). Retrying
 	// does not help; other writes still succeed.
 	CodeIDsExhausted = "IDS_EXHAUSTED"
+	// CodeServerBusy is a write that lost its races with other writes
+	// (run again a bounded number of times) or waited its limit for a
+	// lock; nothing of it was kept, and it may succeed if tried again.
+	CodeServerBusy = "SERVER_BUSY"
 )
 
 // userError is an error the client caused and may read in full.
@@ -73,6 +77,8 @@ func storeError(ctx context.Context, err error) error {
 		return serviceError{CodeStorageFull, "the server's storage is full, so nothing was written; try again later", err}
 	case errors.Is(err, db.ErrIDsExhausted):
 		return serviceError{CodeIDsExhausted, "no new accounts can be made: the server has given out every user id it can", err}
+	case errors.Is(err, db.ErrBusy):
+		return serviceError{CodeServerBusy, "the server is busy with other writes, so nothing was written; try again", err}
 	case errors.Is(err, db.ErrSelfFollow):
 		return userError(ctx, CodeBadUserInput, "cannot follow yourself")
 	case errors.Is(err, db.ErrSelfBlock):
