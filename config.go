@@ -146,6 +146,9 @@ func oidcFlags(fs *flagSet, c *auth.OIDCConfig) {
 func streamFlags(fs *flagSet, events *db.EventsConfig, c *api.StreamConfig) {
 	fs.DurationVar(&events.Retention, "events-retention", events.Retention, "how long follow events are kept for subscribers resuming with a cursor")
 	fs.DurationVar(&events.Poll, "events-poll", events.Poll, "how often the event outbox is checked for other instances' events (SQLite, SQL Server; PostgreSQL's NOTIFY wakes at once)")
+	fs.Int64Var(&events.ReplayWindow, "events-replay", events.ReplayWindow, "most events back a resuming subscriber's cursor may be; one further back is CURSOR_EXPIRED (subscribe again without a cursor)")
+	fs.IntVar(&events.Replays, "events-replays", events.Replays, "most resumes this process replays at once; more is REPLAY_LIMIT (retry shortly)")
+	fs.IntVar(&events.ReplaysPerViewer, "events-replays-per-viewer", events.ReplaysPerViewer, "most resumes one viewer may have replaying at once; more is REPLAY_LIMIT")
 	fs.IntVar(&c.MaxSubscriptions, "max-subscriptions", c.MaxSubscriptions, "most subscriptions one websocket may run at once; more is SUBSCRIPTION_LIMIT")
 	fs.DurationVar(&c.AuthTimeout, "subscription-auth-timeout", c.AuthTimeout, "how long a websocket may take to send connection_init before it is closed with 4408")
 	fs.DurationVar(&c.KeepAlive, "subscription-keepalive", c.KeepAlive, "how often an idle subscription stream is pinged; a websocket that misses two pongs is closed")
@@ -164,6 +167,9 @@ func (s *server) check() error {
 	}
 	if s.oidc.UserClaim == "" || s.oidc.NameClaim == "" {
 		return errors.New("-oidc-user-claim and -oidc-name-claim cannot be empty")
+	}
+	if ev := s.events; ev.ReplayWindow <= 0 || ev.Replays <= 0 || ev.ReplaysPerViewer <= 0 {
+		return errors.New("-events-replay, -events-replays and -events-replays-per-viewer must be positive")
 	}
 	if s.events.Retention <= 0 || s.events.Poll <= 0 || st.MaxSubscriptions < 0 || st.AuthTimeout <= 0 || st.KeepAlive <= 0 || st.SendQueue <= 0 {
 		return errors.New("-events-retention, -events-poll, -subscription-auth-timeout, -subscription-keepalive and -subscription-queue must be positive, -max-subscriptions not negative")
