@@ -142,11 +142,10 @@ type EventsConfig struct {
 }
 
 // DefaultEventsConfig is the feed's configuration before flags. A resume
-// reads at most ten ranges of the outbox (eventRange): on this project's
-// two-core reference machine a few tens of milliseconds, where a replay
-// of a million Ids took half a minute of CPU. A client further behind has
-// missed more than live notifications can usefully show, and refetches
-// its lists.
+// reads at most ten ranges of the outbox (eventRange), however large the
+// outbox: its cost no longer grows with the history kept. A client
+// further behind has missed more than live notifications can usefully
+// show, and refetches its lists.
 func DefaultEventsConfig() EventsConfig {
 	return EventsConfig{Poll: time.Second, Retention: 7 * 24 * time.Hour,
 		ReplayWindow: 10 * eventRange, Replays: 16, ReplaysPerViewer: 2}
