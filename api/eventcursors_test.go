@@ -91,3 +91,36 @@ func TestEventCursorsAreSigned(t *testing.T) {
 		}
 	})
 }
+
+// TestResumesPastTheReplayCap: while a viewer has as many resumes
+// replaying as it may (two; here held open on the server's store), one
+// more is refused as REPLAY_LIMIT; once one ends, the same resume
+// replays.
+func TestResumesPastTheReplayCap(t *testing.T) {
+	t.Parallel()
+	apitest.Each(t, func(t *testing.T, d apitest.Database) {
+		s := d.Start(t)
+		ann, bob := s.CreateUser("ann"), s.CreateUser("bob")
+		s.Follow(bob, ann)
+		annID, _ := model.ParseUserID(ann.ID)
+		from := int64(0)
+		var held []*db.EventStream
+		for range 2 {
+			es, err := s.Store.OpenFollowEvents(t.Context(), annID, &from)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, es)
+		}
+		if code, _ := resumeError(t, s, ann.Token, apitest.CursorAfter(ann, 0)); code != "REPLAY_LIMIT" {
+			t.Errorf("a third resume of ann's at once: %q, want REPLAY_LIMIT", code)
+		}
+		held[0].Close()
+		ws := s.Subscriber(ann.Token)
+		ws.Subscribe("1", apitest.CursorAfter(ann, 0))
+		if e := ws.Next(); e.String() != "FOLLOWED bob->ann" {
+			t.Errorf("resumed with %s", e)
+		}
+		held[1].Close()
+	})
+}
