@@ -149,6 +149,9 @@ func oidcFlags(fs *flagSet, c *auth.OIDCConfig) {
 func streamFlags(fs *flagSet, events *db.EventsConfig, c *api.StreamConfig, caps *api.ClientCaps) {
 	fs.DurationVar(&events.Retention, "events-retention", events.Retention, "how long follow events are kept for subscribers resuming with a cursor")
 	fs.DurationVar(&events.Poll, "events-poll", events.Poll, "how often the event outbox is checked for other instances' events (SQLite, SQL Server; PostgreSQL's NOTIFY wakes at once)")
+	fs.Int64Var(&events.ReplayWindow, "events-replay", events.ReplayWindow, "most events back a resuming subscriber's cursor may be; one further back is CURSOR_EXPIRED (subscribe again without a cursor)")
+	fs.IntVar(&events.Replays, "events-replays", events.Replays, "most resumes this process replays at once; more is REPLAY_LIMIT (retry shortly)")
+	fs.IntVar(&events.ReplaysPerViewer, "events-replays-per-viewer", events.ReplaysPerViewer, "most resumes one viewer may have replaying at once; more is REPLAY_LIMIT")
 	fs.IntVar(&c.MaxSubscriptions, "max-subscriptions", c.MaxSubscriptions, "most subscriptions one websocket may run at once; more is SUBSCRIPTION_LIMIT")
 	fs.IntVar(&caps.MaxClientSubscriptions, "max-client-subscriptions", caps.MaxClientSubscriptions, "most subscriptions one client address may run at once over all its streams; more is SUBSCRIPTION_LIMIT (0: no cap)")
 	fs.IntVar(&caps.MaxViewerSubscriptions, "max-viewer-subscriptions", caps.MaxViewerSubscriptions, "most subscriptions one account may run at once over all its streams in this process; more is SUBSCRIPTION_LIMIT (0: no cap)")
@@ -170,6 +173,9 @@ func (s *server) check() error {
 	}
 	if s.oidc.UserClaim == "" || s.oidc.NameClaim == "" {
 		return errors.New("-oidc-user-claim and -oidc-name-claim cannot be empty")
+	}
+	if ev := s.events; ev.ReplayWindow <= 0 || ev.Replays <= 0 || ev.ReplaysPerViewer <= 0 {
+		return errors.New("-events-replay, -events-replays and -events-replays-per-viewer must be positive")
 	}
 	if s.events.Retention <= 0 || s.events.Poll <= 0 || st.MaxSubscriptions < 0 || st.MaxInFlight <= 0 || st.AuthTimeout <= 0 || st.KeepAlive <= 0 || st.SendQueue <= 0 {
 		return errors.New("-events-retention, -events-poll, -subscription-auth-timeout, -subscription-keepalive, -subscription-queue and -max-socket-operations must be positive, -max-subscriptions not negative")

@@ -332,7 +332,9 @@ func TestViewerSubscriptionCap(t *testing.T) {
 	})
 	ann, bob, cat, dan := s.CreateUser("ann"), s.CreateUser("bob"), s.CreateUser("cat"), s.CreateUser("dan")
 	s.Follow(cat, bob) // an event, so that the cursor below replays what follows it
-	cursor := s.EventCursor()
+	// At the newest event, so that no resume replays (and none takes a
+	// replay slot, which a viewer has two of).
+	cursor := s.EventCursor(ann)
 	var conns []*coderws.Conn
 	for range sockets {
 		conn, r, err := openSocket(t, http.DefaultClient, s.URL, ann.Token)
@@ -349,7 +351,7 @@ func TestViewerSubscriptionCap(t *testing.T) {
 		conns = append(conns, conn)
 	}
 	dans := s.Subscriber(dan.Token)
-	dans.Subscribe("d", cursor)
+	dans.Subscribe("d", s.EventCursor(dan))
 	s.Follow(bob, ann) // each subscription of ann's that runs hears it
 	s.Follow(bob, dan)
 

@@ -129,7 +129,7 @@ func TestFollowEventsSurviveAReplica(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cursor := apitest.CursorAfter(first)
+		cursor := apitest.CursorAfter(star, first)
 
 		writing := make(chan struct{})
 		go func() {

@@ -106,7 +106,7 @@ func TestFollowEventsOverWebsocket(t *testing.T) {
 		sc.update(ann, dan, nil, &no)
 
 		ws := s.Subscriber(ann.Token)
-		ws.Subscribe("1", s.EventCursor())
+		ws.Subscribe("1", s.EventCursor(ann))
 		sc.follow(bob, eve)   // ann follows bob, notifications on: heard
 		sc.follow(cat, eve)   // muted: not heard
 		sc.follow(dan, eve)   // notifications off: not heard
@@ -250,7 +250,7 @@ func TestFollowEventsOverSSE(t *testing.T) {
 		sc := script{t, s}
 		ann, bob := s.CreateUser("ann"), s.CreateUser("bob")
 		sc.follow(ann, bob)
-		events, stop := sseEvents(t, s, ann.Token, s.EventCursor())
+		events, stop := sseEvents(t, s, ann.Token, s.EventCursor(ann))
 		defer stop()
 		sc.follow(bob, ann)
 		sc.unfollow(bob, ann)
@@ -350,7 +350,7 @@ func TestFollowEventsSlowConsumer(t *testing.T) {
 	// An event ann does not hear, so that there is a cursor to subscribe
 	// after: "from now" would race the first follow.
 	sc.follow(followers[1], followers[2])
-	ws.Subscribe("1", s.EventCursor())
+	ws.Subscribe("1", s.EventCursor(ann))
 	for _, f := range followers {
 		sc.follow(f, ann)
 	}

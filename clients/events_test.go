@@ -46,7 +46,7 @@ func TestGraphQLWSClientFollowEvents(t *testing.T) {
 
 	// The stream starts after the newest event now, so that none of the
 	// script below is lost to the client's start.
-	after := s.EventCursor()
+	after := s.EventCursor(u["ann"])
 	cmd := exec.CommandContext(t.Context(), "node", "events.mjs", apitest.WebsocketURL(s.URL), u["ann"].Token, after, "4")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

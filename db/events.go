@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -61,7 +62,9 @@ const (
 //   - the viewer's own actions are not echoed;
 //   - the followee hears of being followed and unfollowed;
 //   - whoever follows the actor with notifications on and not muted hears
-//     of the actor's follows (FOLLOWED only);
+//     of the actor's follows (FOLLOWED only) made since it began following
+//     the actor: a resume from before does not show a new follower what
+//     the actor did earlier, nor follows since undone;
 //   - nothing involving a user blocked by the viewer, or blocking it;
 //   - nothing involving a deactivated or deleted account, the viewer's
 //     own included.
@@ -72,7 +75,8 @@ JOIN ` + activeUser("b", "e.FolloweeId") + `
 JOIN ` + activeUser("v", "?") + `
 WHERE e.Id > ? AND e.Id <= ? AND e.FollowerId <> v.Id
 AND (e.FolloweeId = v.Id OR (e.Kind = ? AND EXISTS (SELECT 1 FROM Follows AS f
-    WHERE f.FollowerId = v.Id AND f.FolloweeId = e.FollowerId AND f.NotificationsEnabled = ? AND f.Muted = ?)))
+    WHERE f.FollowerId = v.Id AND f.FolloweeId = e.FollowerId AND f.NotificationsEnabled = ? AND f.Muted = ?
+    AND f.CreatedAt <= e.At)))
 AND ` + notBlocked("v.Id", "e.FollowerId") + `
 AND ` + notBlocked("v.Id", "e.FolloweeId") + `
 ORDER BY e.Id`
@@ -127,12 +131,35 @@ type EventsConfig struct {
 	// Retention is how long events are kept for subscribers resuming with
 	// a cursor.
 	Retention time.Duration
+	// ReplayWindow is how many outbox Ids back a resume may start: a
+	// cursor further behind gets ErrCursorTooOld rather than a replay
+	// whose cost grows with the outbox (see OpenFollowEvents).
+	ReplayWindow int64
+	// Replays is how many resumes a process replays at once, and
+	// ReplaysPerViewer how many of them one viewer may run; more get
+	// ErrReplayLimit.
+	Replays, ReplaysPerViewer int
 }
 
-// DefaultEventsConfig is the feed's configuration before flags.
+// DefaultEventsConfig is the feed's configuration before flags. A resume
+// reads at most ten ranges of the outbox (eventRange), however large the
+// outbox: its cost no longer grows with the history kept. A client
+// further behind has missed more than live notifications can usefully
+// show, and refetches its lists.
 func DefaultEventsConfig() EventsConfig {
-	return EventsConfig{Poll: time.Second, Retention: 7 * 24 * time.Hour}
+	return EventsConfig{Poll: time.Second, Retention: 7 * 24 * time.Hour,
+		ReplayWindow: 10 * eventRange, Replays: 16, ReplaysPerViewer: 2}
 }
+
+// Why a resume is refused (OpenFollowEvents).
+var (
+	// ErrCursorTooOld is a cursor further behind the newest event than
+	// EventsConfig.ReplayWindow: the client resubscribes without one.
+	ErrCursorTooOld = errors.New("the cursor is further back than a resume may replay")
+	// ErrReplayLimit is a resume while the process, or the viewer, already
+	// runs as many replays as it may: the client retries a little later.
+	ErrReplayLimit = errors.New("too many resumes replaying at once")
+)
 
 // WithEvents configures the store's event feed.
 func WithEvents(cfg EventsConfig) Option {
@@ -159,13 +186,29 @@ type feed struct {
 	// their keys, oldest first.
 	recipients map[[2]int64]*recipients
 	order      [][2]int64
+	// replaying counts the replays running, in all and per viewer
+	// (guarded by mu).
+	replaying int
+	replayers map[int64]int
+	// step is eventRange, smaller in tests; onRange, if set, is told of
+	// each range a subscriber has read (tests count the work a replay
+	// does).
+	step    int64
+	onRange func(viewer, after, upto int64)
+	// onRead, if set, is told of each read of a range's recipients.
+	onRead func()
 }
 
-// recipients is eventRecipients of one range, read once.
+// recipients is eventRecipients of one range, read by the first
+// subscriber to ask while the others wait: done is closed once viewers or
+// err is set.
 type recipients struct {
-	once    sync.Once
+	done    chan struct{}
 	viewers map[int64]bool
 	err     error
+	// left is an err of the reader's leaving, not of the read: the
+	// others read again rather than fail with it.
+	left bool
 }
 
 // keptRanges is how many ranges' recipients the feed remembers: enough
@@ -214,39 +257,134 @@ func (s *Store) LastEventID(ctx context.Context) (int64, error) {
 // FollowEvents sends the viewer's follow events (see eventsFor) one at a
 // time to send, in Id order, from after the event with Id after, or from
 // now when after is nil: first those in the outbox, then each as it
-// commits. It returns when ctx ends, send fails, or reading fails.
+// commits. It returns when ctx ends, send fails, or reading fails, and
+// refuses a resume as OpenFollowEvents does.
 func (s *Store) FollowEvents(ctx context.Context, viewer int64, after *int64, send func(Event) error) error {
+	sub, err := s.OpenFollowEvents(ctx, viewer, after)
+	if err != nil {
+		return err
+	}
+	return sub.Run(ctx, send)
+}
+
+// EventStream is one subscriber's place in the outbox, opened by
+// OpenFollowEvents and read by Run.
+type EventStream struct {
+	s      *Store
+	viewer int64
+	cur    int64
+	// replayTo is the newest Id when the stream opened; until cur reaches
+	// it the stream holds a replay slot, released by release.
+	replayTo int64
+	release  func()
+}
+
+// OpenFollowEvents is where a subscription's stream starts: after the
+// event with Id after, or now when after is nil. A resume is refused
+// before it costs anything: ErrCursorTooOld when after is more than the
+// replay window behind the newest event, ErrReplayLimit when the process
+// or the viewer already replays as many resumes as it may. An accepted
+// resume holds its replay slot until it has caught up or ends: Run, or
+// Close for a stream never run, gives it back.
+func (s *Store) OpenFollowEvents(ctx context.Context, viewer int64, after *int64) (*EventStream, error) {
 	s.startFeed()
-	var cur int64
-	if after != nil {
-		cur = *after
-	} else {
-		var err error
-		if cur, err = s.LastEventID(ctx); err != nil {
-			return err
+	last, err := s.LastEventID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	es := &EventStream{s: s, viewer: viewer, cur: last, release: func() {}}
+	if after == nil || *after >= last {
+		if after != nil {
+			es.cur = *after
 		}
+		return es, nil
+	}
+	if last-*after > s.feed.cfg.ReplayWindow {
+		return nil, ErrCursorTooOld
+	}
+	if es.release, err = s.feed.startReplay(viewer); err != nil {
+		return nil, err
+	}
+	es.cur, es.replayTo = *after, last
+	return es, nil
+}
+
+// startReplay takes a replay slot of the viewer's, or refuses.
+func (f *feed) startReplay(viewer int64) (release func(), err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.replaying >= f.cfg.Replays || f.replayers[viewer] >= f.cfg.ReplaysPerViewer {
+		return nil, ErrReplayLimit
+	}
+	if f.replayers == nil {
+		f.replayers = map[int64]int{}
+	}
+	f.replaying++
+	f.replayers[viewer]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.replaying--
+			if f.replayers[viewer]--; f.replayers[viewer] == 0 {
+				delete(f.replayers, viewer)
+			}
+		})
+	}, nil
+}
+
+// Close gives back the stream's replay slot, if it still holds one.
+func (es *EventStream) Close() { es.release() }
+
+// Run sends the stream's events to send (see FollowEvents) until ctx
+// ends, send fails, or reading fails. Each range is read under ctx, which
+// is checked before each: a subscriber that leaves stops its replay at
+// once rather than at the live tail.
+func (es *EventStream) Run(ctx context.Context, send func(Event) error) error {
+	defer es.release()
+	s := es.s
+	step := s.feed.step
+	if step <= 0 {
+		step = eventRange
 	}
 	for {
 		// Taken before last is read, so no event is missed between.
 		changed := s.feed.wait()
-		for last := s.feed.last.Load(); cur < last; {
-			upto := min(last, cur+eventRange)
-			if hears, err := s.mayHear(ctx, viewer, cur, upto); err != nil {
-				return err
-			} else if !hears {
-				cur = upto
-				continue
-			}
-			evs, err := s.eventsFor(ctx, viewer, cur, upto)
-			if err != nil {
+		for last := s.feed.last.Load(); es.cur < last; {
+			if err := ctx.Err(); err != nil {
 				return err
 			}
-			for _, e := range evs {
-				if err := send(e); err != nil {
+			// Ranges are aligned to multiples of step, so that
+			// subscribers resuming from different cursors ask who hears
+			// of the same ranges and share the answer; the live tail,
+			// where subscribers are at the same place anyway, is read
+			// as far as it goes.
+			from := es.cur - es.cur%step
+			upto := min(last, from+step)
+			if upto < from+step {
+				from = es.cur
+			}
+			if hears, err := s.mayHear(ctx, es.viewer, from, upto); err != nil {
+				return err
+			} else if hears {
+				evs, err := s.eventsFor(ctx, es.viewer, es.cur, upto)
+				if err != nil {
 					return err
 				}
+				for _, e := range evs {
+					if err := send(e); err != nil {
+						return err
+					}
+				}
 			}
-			cur = upto
+			if hook := s.feed.onRange; hook != nil {
+				hook(es.viewer, es.cur, upto)
+			}
+			es.cur = upto
+			if es.cur >= es.replayTo {
+				es.release()
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -257,54 +395,76 @@ func (s *Store) FollowEvents(ctx context.Context, viewer int64, after *int64, se
 }
 
 // mayHear reports whether viewer is among the recipients of the events
-// with Ids in (after, upto].
+// with Ids in (after, upto]. The first subscriber to ask reads them, under
+// its own context, while the others wait for its answer: if it leaves
+// before it has one, the next one still waiting reads them instead.
 func (s *Store) mayHear(ctx context.Context, viewer, after, upto int64) (bool, error) {
 	key := [2]int64{after, upto}
-	s.feed.mu.Lock()
-	r := s.feed.recipients[key]
-	if r == nil {
-		if s.feed.recipients == nil {
-			s.feed.recipients = map[[2]int64]*recipients{}
-		}
-		r = &recipients{}
-		s.feed.recipients[key] = r
-		s.feed.order = append(s.feed.order, key)
-		if len(s.feed.order) > keptRanges {
-			delete(s.feed.recipients, s.feed.order[0])
-			s.feed.order = s.feed.order[1:]
-		}
-	}
-	s.feed.mu.Unlock()
-	r.once.Do(func() {
-		// Not the subscriber's context: others wait for this read.
-		ctx := context.WithoutCancel(ctx)
-		rs, err := s.read().query(ctx, eventRecipients, after, upto, after, upto, int64(EventFollowed), true, false)
-		if err != nil {
-			r.err = fmt.Errorf("read event recipients: %w", err)
-			return
-		}
-		defer rs.Close()
-		r.viewers = map[int64]bool{}
-		for rs.Next() {
-			var id int64
-			if err := rs.Scan(&id); err != nil {
-				r.err = err
-				return
-			}
-			r.viewers[id] = true
-		}
-		r.err = rs.Err()
-	})
-	if r.err != nil {
-		// Read again next time rather than fail every subscriber.
+	for {
 		s.feed.mu.Lock()
-		if s.feed.recipients[key] == r {
-			delete(s.feed.recipients, key)
+		r := s.feed.recipients[key]
+		reader := r == nil
+		if reader {
+			if s.feed.recipients == nil {
+				s.feed.recipients = map[[2]int64]*recipients{}
+			}
+			r = &recipients{done: make(chan struct{})}
+			s.feed.recipients[key] = r
+			s.feed.order = append(s.feed.order, key)
+			if len(s.feed.order) > keptRanges {
+				delete(s.feed.recipients, s.feed.order[0])
+				s.feed.order = s.feed.order[1:]
+			}
 		}
 		s.feed.mu.Unlock()
-		return false, r.err
+		if reader {
+			r.viewers, r.err = s.readRecipients(ctx, after, upto)
+			r.left = r.err != nil && ctx.Err() != nil
+			if r.err != nil {
+				// Read again next time rather than fail every subscriber.
+				s.feed.mu.Lock()
+				if s.feed.recipients[key] == r {
+					delete(s.feed.recipients, key)
+				}
+				s.feed.mu.Unlock()
+			}
+			close(r.done)
+			return r.viewers[viewer], r.err
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-r.done:
+		}
+		if !r.left {
+			return r.viewers[viewer], r.err
+		}
+		// The reader left: ask again, perhaps as the reader.
 	}
-	return r.viewers[viewer], nil
+}
+
+// readRecipients reads eventRecipients of the range (after, upto].
+func (s *Store) readRecipients(ctx context.Context, after, upto int64) (map[int64]bool, error) {
+	if s.feed.onRead != nil {
+		s.feed.onRead()
+	}
+	rs, err := s.read().query(ctx, eventRecipients, after, upto, after, upto, int64(EventFollowed), true, false)
+	if err != nil {
+		return nil, fmt.Errorf("read event recipients: %w", err)
+	}
+	defer rs.Close()
+	viewers := map[int64]bool{}
+	for rs.Next() {
+		var id int64
+		if err := rs.Scan(&id); err != nil {
+			return nil, fmt.Errorf("read event recipients: %w", err)
+		}
+		viewers[id] = true
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("read event recipients: %w", err)
+	}
+	return viewers, nil
 }
 
 func (s *Store) eventsFor(ctx context.Context, viewer, after, upto int64) ([]Event, error) {
@@ -349,8 +509,24 @@ func (s *Store) startFeed() {
 	if s.feed.stopped || s.feed.stop != nil {
 		return
 	}
-	if s.feed.cfg == (EventsConfig{}) {
-		s.feed.cfg = DefaultEventsConfig()
+	// What is not configured is the default's.
+	def, cfg := DefaultEventsConfig(), &s.feed.cfg
+	for _, v := range []struct {
+		set  *time.Duration
+		with time.Duration
+	}{{&cfg.Poll, def.Poll}, {&cfg.Retention, def.Retention}} {
+		if *v.set <= 0 {
+			*v.set = v.with
+		}
+	}
+	if cfg.ReplayWindow <= 0 {
+		cfg.ReplayWindow = def.ReplayWindow
+	}
+	if cfg.Replays <= 0 {
+		cfg.Replays = def.Replays
+	}
+	if cfg.ReplaysPerViewer <= 0 {
+		cfg.ReplaysPerViewer = def.ReplaysPerViewer
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.feed.stop, s.feed.done = cancel, make(chan struct{})

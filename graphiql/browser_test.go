@@ -141,7 +141,7 @@ func TestGraphiQLRunsSubscriptions(t *testing.T) {
 	s := apitest.Start(t)
 	ann, bob, cat := s.CreateUser("ann"), s.CreateUser("bob"), s.CreateUser("cat")
 	s.Follow(cat, ann)
-	after := s.EventCursor()
+	after := s.EventCursor(ann)
 	ctx := browser(t, exe)
 	start := fmt.Sprintf(`(() => {
 		const events = fetcher(

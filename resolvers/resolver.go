@@ -10,12 +10,16 @@ import (
 
 	"follows/auth"
 	"follows/db"
+	"follows/graph/model"
 )
 
 // Resolver is the root of the resolvers and holds what they share.
 type Resolver struct {
 	Store  *db.Store
 	Tokens *auth.Tokens
+	// Cursors signs event cursors (model.EncodeEventCursor) under the
+	// server's secret; Tokens when nil.
+	Cursors model.CursorSigner
 	// BatchWait is how long a loader gathers keys before it runs its
 	// statement: long enough for the resolvers of one list to join in.
 	BatchWait time.Duration

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"follows/db"
+	"follows/auth"
 	"follows/graph/model"
 
 	coderws "github.com/coder/websocket"
@@ -34,16 +34,25 @@ func (e FollowEvent) String() string {
 	return e.Kind + " " + e.Follower.Name + "->" + e.Followee.Name
 }
 
-// CursorAfter is the followEvents cursor of the event with outbox Id id:
-// a subscription with it gets the events after that one.
-func CursorAfter(id int64) string {
-	return model.EncodeCursor(model.ListFollowEvents, db.Cursor{At: time.Unix(0, 0), ID: id})
+// CursorAfter is the followEvents cursor, for the viewer a, of the event
+// with outbox Id id: a's subscription with it gets the events after that
+// one. Cursors are signed for their viewer under the server's Secret.
+func CursorAfter(a Account, id int64) string {
+	viewer, ok := model.ParseUserID(a.ID)
+	if !ok {
+		panic("apitest: not a user id: " + a.ID)
+	}
+	tokens, err := auth.NewTokens([]byte(Secret), time.Hour)
+	if err != nil {
+		panic(err)
+	}
+	return model.EncodeEventCursor(tokens, viewer, id)
 }
 
-// EventCursor is the cursor of the newest event in the server's outbox,
+// EventCursor is a's cursor of the newest event in the server's outbox,
 // so that a subscription from it does not race the events a test makes
 // after; "" (from now) when there is none.
-func (s *Server) EventCursor() string {
+func (s *Server) EventCursor(a Account) string {
 	s.t.Helper()
 	id, err := s.Store.LastEventID(context.Background())
 	if err != nil {
@@ -52,7 +61,7 @@ func (s *Server) EventCursor() string {
 	if id == 0 {
 		return ""
 	}
-	return CursorAfter(id)
+	return CursorAfter(a, id)
 }
 
 // Socket is a graphql-transport-ws client: a websocket to /graphql.

@@ -29,8 +29,9 @@ const (
 	ListMutual    List = "mutual"
 	ListUsers     List = "users"
 	ListBlocked   List = "blocked"
-	// ListFollowEvents is Subscription.followEvents, whose cursors hold
-	// an event's time and outbox Id.
+	// ListFollowEvents is Subscription.followEvents. Its cursors are
+	// signed and bound to their viewer (eventcursor.go); this list's
+	// unsigned form is only recognised, to be refused as expired.
 	ListFollowEvents List = "followEvents"
 )
 
