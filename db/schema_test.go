@@ -2,12 +2,9 @@ package db
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,6 +17,7 @@ import (
 	"github.com/pressly/goose/v3"
 
 	"follows/db/adopt"
+	"follows/db/mssqltest"
 	"follows/db/pgtest"
 )
 
@@ -390,12 +388,8 @@ UNION ALL SELECT 'goose ' || version_id || ' ' || is_applied FROM goose_db_versi
 // triggers stored with QUOTED_IDENTIFIER and ANSI_NULLS ON. Live only: it
 // needs MSSQL_DSN, a login that may create databases.
 func TestSQLServerScriptThenServer(t *testing.T) {
-	base := os.Getenv("MSSQL_DSN")
-	if base == "" {
-		t.Skip("SKIPPED: running the printed SQL Server schema as sqlcmd does needs MSSQL_DSN (a login that may create databases); its SQLite and PostgreSQL twins ran")
-	}
+	dsn := mssqltest.NewDatabase(t, "follows_schema_", "SKIPPED: running the printed SQL Server schema as sqlcmd does needs MSSQL_DSN (a login that may create databases); its SQLite and PostgreSQL twins ran")
 	ctx := context.Background()
-	dsn := newSQLServerDatabase(t, base)
 	script, err := SchemaScript("sqlserver")
 	if err != nil {
 		t.Fatal(err)
@@ -442,38 +436,4 @@ WHERE OBJECTPROPERTY(object_id, 'IsTrigger') = 1 AND (uses_ansi_nulls = 0 OR use
 	}
 	defer s.Close()
 	requireCurrent(t, s)
-}
-
-// newSQLServerDatabase makes a new database on the server base (a
-// sqlserver:// URL) names, dropped when the test ends, and returns its
-// DSN.
-func newSQLServerDatabase(t *testing.T, base string) string {
-	t.Helper()
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("MSSQL_DSN: %v", err)
-	}
-	admin, err := sql.Open("sqlserver", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := make([]byte, 8)
-	rand.Read(b)
-	name := "follows_schema_" + hex.EncodeToString(b)
-	// A database name cannot be a parameter; this one is ours.
-	if _, err := admin.Exec("CREATE DATABASE [" + name + "]"); err != nil {
-		admin.Close()
-		t.Fatalf("create a test database: %v", err)
-	}
-	t.Cleanup(func() {
-		defer admin.Close()
-		admin.Exec("ALTER DATABASE [" + name + "] SET SINGLE_USER WITH ROLLBACK IMMEDIATE")
-		if _, err := admin.Exec("DROP DATABASE [" + name + "]"); err != nil {
-			t.Errorf("drop test database %s: %v", name, err)
-		}
-	})
-	q := u.Query()
-	q.Set("database", name)
-	u.RawQuery = q.Encode()
-	return u.String()
 }

@@ -5,17 +5,14 @@
 package eftest
 
 import (
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
-	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"follows/api/apitest"
+	"follows/db/mssqltest"
 	"follows/db/pgtest"
 )
 
@@ -251,37 +248,7 @@ const MSSQLSkip = "SKIPPED: adoption on SQL Server needs MSSQL_DSN (e.g. sqlserv
 // when the test ends, holds ddl in it, and returns its DSN.
 func SQLServer(t testing.TB, ddl string) string {
 	t.Helper()
-	base := os.Getenv("MSSQL_DSN")
-	if base == "" {
-		t.Skip(MSSQLSkip)
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("MSSQL_DSN: %v", err)
-	}
-	admin, err := sql.Open("sqlserver", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := make([]byte, 8)
-	rand.Read(b)
-	name := "follows_adopt_" + hex.EncodeToString(b)
-	// A database name cannot be a parameter; this one is ours.
-	if _, err := admin.Exec("CREATE DATABASE [" + name + "]"); err != nil {
-		admin.Close()
-		t.Fatalf("create a test database: %v", err)
-	}
-	t.Cleanup(func() {
-		defer admin.Close()
-		admin.Exec("ALTER DATABASE [" + name + "] SET SINGLE_USER WITH ROLLBACK IMMEDIATE")
-		if _, err := admin.Exec("DROP DATABASE [" + name + "]"); err != nil {
-			t.Errorf("drop test database %s: %v", name, err)
-		}
-	})
-	q := u.Query()
-	q.Set("database", name)
-	u.RawQuery = q.Encode()
-	dsn := u.String()
+	dsn := mssqltest.NewDatabase(t, "follows_adopt_", MSSQLSkip)
 	if _, err := OpenSQLServer(t, dsn).Exec(ddl); err != nil {
 		t.Fatalf("make the EF Core database: %v", err)
 	}
