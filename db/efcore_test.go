@@ -41,24 +41,32 @@ func eachDialect(t *testing.T, fn func(t *testing.T, s *Store)) {
 	}
 }
 
+// authorWithPost signs up a user whom a row of another application's
+// table (Posts, dropped when the test ends) refers to.
+func authorWithPost(t *testing.T, s *Store) User {
+	t.Helper()
+	a, err := s.CreateUser(context.Background(), "author")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.rawExec(`CREATE TABLE Posts (Id int NOT NULL PRIMARY KEY, AuthorId int NOT NULL REFERENCES Users (Id))`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.rawExec(`DROP TABLE Posts`) })
+	if _, err := s.rawExec(`INSERT INTO Posts (Id, AuthorId) VALUES (1, ?)`, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
 // A user that another application's table still refers to cannot be
 // deleted, and the store says why rather than failing with an unclassified
 // driver error (which a client would see as INTERNAL) or "not found".
 func TestDeleteUserStillReferenced(t *testing.T) {
 	eachDialect(t, func(t *testing.T, s *Store) {
 		ctx := context.Background()
-		a, err := s.CreateUser(ctx, "author")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.rawExec(`CREATE TABLE Posts (Id int NOT NULL PRIMARY KEY, AuthorId int NOT NULL REFERENCES Users (Id))`); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.rawExec(`DROP TABLE Posts`) })
-		if _, err := s.rawExec(`INSERT INTO Posts (Id, AuthorId) VALUES (1, ?)`, a.ID); err != nil {
-			t.Fatal(err)
-		}
-		_, err = s.DeleteUser(ctx, a.ID)
+		a := authorWithPost(t, s)
+		_, err := s.DeleteUser(ctx, a.ID)
 		if !errors.Is(err, ErrStillReferenced) || errors.Is(err, ErrNotFound) {
 			t.Fatalf("delete a user a post refers to: %v, want ErrStillReferenced", err)
 		}
@@ -1018,17 +1026,7 @@ func TestEFCoreModelColumns(t *testing.T) {
 func TestEFCoreFailedUserDeleteInTransaction(t *testing.T) {
 	eachDialect(t, func(t *testing.T, s *Store) {
 		ctx := context.Background()
-		a, err := s.CreateUser(ctx, "author")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.rawExec(`CREATE TABLE Posts (Id int NOT NULL PRIMARY KEY, AuthorId int NOT NULL REFERENCES Users (Id))`); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.rawExec(`DROP TABLE Posts`) })
-		if _, err := s.rawExec(`INSERT INTO Posts (Id, AuthorId) VALUES (1, ?)`, a.ID); err != nil {
-			t.Fatal(err)
-		}
+		a := authorWithPost(t, s)
 		tx, err := s.db.BeginTx(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
