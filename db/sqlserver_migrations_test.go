@@ -476,14 +476,7 @@ func TestSQLServerNameCollation(t *testing.T) {
 		"ALTER TABLE [Users] ALTER COLUMN [Name] nvarchar(450) COLLATE Latin1_General_100_CI_AS NOT NULL;",
 		"CREATE UNIQUE INDEX [IX_Users_Name] ON [Users] ([Name]);",
 	}
-	at := 0
-	for _, step := range order {
-		i := strings.Index(first[at:], step)
-		if i < 0 {
-			t.Fatalf("migration 11's first statement lacks, or misplaces, %q:\n%s", step, first)
-		}
-		at += i + len(step)
-	}
+	requireSubsequence(t, "migration 11's first statement", first, order)
 	skipped := regexp.MustCompile(`(?is)^(CREATE\s+(UNIQUE\s+)?INDEX|ALTER TABLE\s+\S+\s+ADD\s)`)
 	script, err := SchemaScript("sqlserver")
 	if err != nil {

@@ -119,14 +119,7 @@ func TestSQLServerEventLockChecksItsResult(t *testing.T) {
 		"DECLARE @n int = 51000 - @rc, @msg nvarchar(2048) = CONCAT(N'sp_getapplock on FollowEvents returned ', @rc);",
 		"THROW @n, @msg, 1;",
 	}
-	at := 0
-	for _, step := range steps {
-		i := strings.Index(q[at:], step)
-		if i < 0 {
-			t.Fatalf("the event lock statement lacks %q after what comes before it:\n%s", step, q)
-		}
-		at += i + len(step)
-	}
+	requireSubsequence(t, "the event lock statement", q, steps)
 	// "The statement before the THROW statement must be followed by the
 	// semicolon (;) statement terminator." (THROW (Transact-SQL))
 	before := strings.TrimSpace(q[:strings.Index(q, "THROW")])
@@ -395,5 +388,19 @@ func TestSQLServerRowLocksSeek(t *testing.T) {
 		if !strings.Contains(stmt, "WITH (UPDLOCK, HOLDLOCK, FORCESEEK)") {
 			t.Errorf("%s locks without FORCESEEK:\n%s", name, stmt)
 		}
+	}
+}
+
+// requireSubsequence fails t unless text holds each of steps, each after the
+// one before: what says whose text it is.
+func requireSubsequence(t *testing.T, what, text string, steps []string) {
+	t.Helper()
+	at := 0
+	for _, step := range steps {
+		i := strings.Index(text[at:], step)
+		if i < 0 {
+			t.Fatalf("%s lacks %q after what comes before it:\n%s", what, step, text)
+		}
+		at += i + len(step)
 	}
 }
