@@ -432,14 +432,7 @@ func TestExportBeforeExternalIDs(t *testing.T) {
 	if _, err := s.CreateUser(ctx, "old"); err != nil {
 		t.Fatal(err)
 	}
-	fsys, err := fs.Sub(migrations, "migrations/"+s.d.name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := goose.NewProvider(s.d.gooseDialect(), s.db, fsys)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := gooseProvider(t, s)
 	if _, err := p.DownTo(ctx, 6); err != nil {
 		t.Fatal(err)
 	}
@@ -562,4 +555,19 @@ func TestEveryDialectMovesGraphs(t *testing.T) {
 func dialectCopies(d dialect, table string) bool {
 	c, ok := d.(bulkCopier)
 	return ok && c.copies(table)
+}
+
+// gooseProvider is goose's provider for s's migrations, as the store runs
+// them, for tests that migrate down or read the versions applied.
+func gooseProvider(t *testing.T, s *Store) *goose.Provider {
+	t.Helper()
+	fsys, err := fs.Sub(migrations, "migrations/"+s.d.name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := goose.NewProvider(s.d.gooseDialect(), s.db, fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

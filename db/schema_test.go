@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,7 +13,6 @@ import (
 	"testing/fstest"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/pressly/goose/v3"
 
 	"follows/db/adopt"
 	"follows/db/mssqltest"
@@ -231,14 +229,7 @@ func requireCurrent(t *testing.T, s *Store) {
 	if s.Adopted.Shape != ShapeOurs || len(s.Adopted.Steps) > 0 || len(s.Adopted.Migrations) > 0 {
 		t.Errorf("the server adopted the database the script made:\n%s", s.Adopted)
 	}
-	fsys, err := fs.Sub(migrations, "migrations/"+s.d.name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := goose.NewProvider(s.d.gooseDialect(), s.db, fsys)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := gooseProvider(t, s)
 	sources := p.ListSources()
 	newest := sources[len(sources)-1].Version
 	if v, err := p.GetDBVersion(ctx); err != nil || v != newest {

@@ -15,7 +15,6 @@ import (
 	"testing"
 
 	mssql "github.com/microsoft/go-mssqldb"
-	"github.com/pressly/goose/v3"
 
 	"follows/db/adopt"
 	"follows/db/pgtest"
@@ -547,14 +546,7 @@ func TestMigrateDownToCounters(t *testing.T) {
 			}
 			s := d.open(t)
 			ctx := t.Context()
-			fsys, err := fs.Sub(migrations, "migrations/"+s.d.name())
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := goose.NewProvider(s.d.gooseDialect(), s.db, fsys)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := gooseProvider(t, s)
 			if _, err := p.DownTo(ctx, 2); err != nil {
 				t.Fatalf("down to version 2: %v", err)
 			}
