@@ -2,7 +2,6 @@ package move_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,25 +11,13 @@ import (
 	"follows/move"
 )
 
-// writeFiles writes files into a new folder and returns it.
-func writeFiles(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, text := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
 // An export folder whose manifest says LastUserId 2^63-1 is refused,
 // pointing at the field, and leaves the database taking sign-ups: taken,
 // it left every later sign-up refused as if the disk were full.
 func TestImportRefusesALastUserIDAboveTheBound(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, on apitest.Database) {
 		dsn := on.NewDSN(t)
-		dir := writeFiles(t, map[string]string{
+		dir := writeFolder(t, map[string]string{
 			"manifest.csv": "Version,LastUserId,Users,Blocks,Follows\n2,9223372036854775807,1,0,0\n",
 			"users.csv":    "Id,Name,SecurityStamp,DeactivatedAt,ExternalId\n1,alice,,,\n",
 			"blocks.csv":   "BlockerId,BlockedId,CreatedAt\n",
@@ -58,7 +45,7 @@ func TestImportFilesWithAByteOrderMark(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, on apitest.Database) {
 		dsn := on.NewDSN(t)
 		const bom = "\uFEFF"
-		dir := writeFiles(t, map[string]string{
+		dir := writeFolder(t, map[string]string{
 			"users.csv":          bom + "Id,Name\n1,alice\n2,bob\n",
 			"users.sequence.csv": bom + "LastUserId\n9\n",
 			"follows.csv":        bom + "FollowerId,FolloweeId,CreatedAt\n1,2,2026-01-01 00:00:00\n",
@@ -86,7 +73,7 @@ func TestImportFilesWithAByteOrderMark(t *testing.T) {
 // hundred bytes, not with the field printed back.
 func TestImportOfAHugeFieldSaysLittle(t *testing.T) {
 	dsn := apitest.SQLite.NewDSN(t)
-	dir := writeFiles(t, map[string]string{
+	dir := writeFolder(t, map[string]string{
 		"users.csv":   "Id,Name\n1,alice\n2,bob\n",
 		"follows.csv": "FollowerId,FolloweeId,CreatedAt\n1,2," + strings.Repeat("9", 20<<20) + "\n",
 	})

@@ -51,16 +51,7 @@ func TestFitNameBeforeIXUsersName(t *testing.T) {
 		"join-entity": eftest.SQLiteUsers + "\n" + fixtureDialect["sqlite"].Replace(fixtureFollows(fixtureKeys)) + "\n" + fixtureRows,
 	} {
 		t.Run(shape, func(t *testing.T) {
-			raw, err := sql.Open("sqlite", eftest.SQLite(t, ddl))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer raw.Close()
-			tx, err := raw.BeginTx(t.Context(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tx.Rollback()
+			tx := efSQLiteTx(t, ddl)
 			var ran []string
 			plan, err := adopt.Run(t.Context(), recordingTx{tx, &ran}, os.DirFS("../migrations/sqlite"), fitWatcher{adopt.SQLite(), &ran}, true)
 			if err != nil {
@@ -87,23 +78,30 @@ func (timeRefuser) CreatedAtProblem(c adopt.Column) string {
 // an adopted Follows.CreatedAt refuses the adoption, saying it, before
 // anything is changed.
 func TestCreatedAtProblemRefuses(t *testing.T) {
-	path := eftest.SQLite(t, eftest.SQLiteUsers+"\n"+fixtureDialect["sqlite"].Replace(fixtureFollows(fixtureKeys))+"\n"+fixtureRows)
-	raw, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	tx, err := raw.BeginTx(t.Context(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
+	tx := efSQLiteTx(t, eftest.SQLiteUsers+"\n"+fixtureDialect["sqlite"].Replace(fixtureFollows(fixtureKeys))+"\n"+fixtureRows)
 	var ran []string
-	_, err = adopt.Run(t.Context(), recordingTx{tx, &ran}, os.DirFS("../migrations/sqlite"), timeRefuser{adopt.SQLite()}, true)
+	_, err := adopt.Run(t.Context(), recordingTx{tx, &ran}, os.DirFS("../migrations/sqlite"), timeRefuser{adopt.SQLite()}, true)
 	if err == nil || !strings.Contains(err.Error(), "Follows.CreatedAt is text, refused") {
 		t.Errorf("adoption with CreatedAt refused by the dialect: %v", err)
 	}
 	if len(ran) > 0 {
 		t.Errorf("the refused adoption ran %d statements, the first %.80q", len(ran), ran[0])
 	}
+}
+
+// efSQLiteTx opens a transaction, rolled back when the test ends, on a
+// new SQLite file an EF Core app left with ddl.
+func efSQLiteTx(t *testing.T, ddl string) *sql.Tx {
+	t.Helper()
+	raw, err := sql.Open("sqlite", eftest.SQLite(t, ddl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	tx, err := raw.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback() })
+	return tx
 }
