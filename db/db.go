@@ -114,6 +114,11 @@ type Store struct {
 	lists    *followLists
 	listsOff bool         // WithSuggestionCache(false)
 	log      *slog.Logger // WithLogger
+	// replicas answer the reads a request allows (see replicas.go); nil
+	// without any.
+	replicas      *replicaSet
+	replicaDSNs   []string      // WithReplicas
+	replicaMaxLag time.Duration // WithReplicas
 }
 
 // Option sets up a Store as Open makes it.
@@ -187,6 +192,14 @@ func open(ctx context.Context, d dialect, dsn, connStr string, opts []Option) (_
 	if err := s.startFollowLists(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.openReplicas(ctx); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.replicas.close()
+		}
+	}()
 	// Prepared now, while no transaction holds a connection: a
 	// transaction uses only statements prepared before it began.
 	for _, text := range s.writeStatements() {
@@ -210,6 +223,9 @@ func (s *Store) writeStatements() []string {
 	if l, ok := s.d.(eventListener); ok {
 		texts = append(texts, l.notifyEvent())
 	}
+	if len(s.replicaDSNs) > 0 {
+		texts = append(texts, markWriting)
+	}
 	return texts
 }
 
@@ -217,6 +233,7 @@ func (s *Store) writeStatements() []string {
 // the connection pool.
 func (s *Store) Close() error {
 	s.stopFeed()
+	s.replicas.close()
 	s.stmts.Range(func(_, v any) bool {
 		v.(*sql.Stmt).Close()
 		return true
@@ -338,6 +355,11 @@ func (s *Store) stmt(ctx context.Context, text string) (*sql.Stmt, error) {
 type runner struct {
 	s  *Store
 	tx *sql.Tx
+	// primary keeps a read on the primary whatever its request allows.
+	primary bool
+	// writes, in a transaction, are the users it writes for (see
+	// replicas.go); nil without replicas.
+	writes *writes
 }
 
 // prepared returns the statement's prepared form, or nil inside a
@@ -381,6 +403,11 @@ func (r *rows) Close() error {
 func (r runner) query(ctx context.Context, text string, args ...any) (*rows, error) {
 	start := time.Now()
 	args = r.args(args)
+	if r.tx == nil && !r.primary && r.s.replicas != nil {
+		if res, ok := r.queryReplica(ctx, text, args); ok {
+			return &rows{Rows: res, done: func() { r.s.record(ctx, start) }}, nil
+		}
+	}
 	st, err := r.prepared(ctx, text)
 	var res *sql.Rows
 	if err == nil && st == nil {
@@ -445,10 +472,14 @@ func (s *Store) read() runner { return runner{s: s} }
 func (s *Store) inTx(ctx context.Context, fn func(r runner) error) error {
 	for attempt := 1; ; attempt++ {
 		tx, err := s.db.BeginTx(ctx, nil)
+		w := s.newWrites(ctx)
 		if err != nil {
 			err = s.d.classify(err)
 		} else {
-			err = s.runTx(tx, fn)
+			err = s.runTx(ctx, tx, w, fn)
+		}
+		if err == nil {
+			s.recordWrites(ctx, w)
 		}
 		if attempt < maxTxAttempts && errors.Is(err, errRetry) && ctx.Err() == nil {
 			continue
@@ -463,10 +494,14 @@ func (s *Store) inTx(ctx context.Context, fn func(r runner) error) error {
 // write lock, would stay held until its context ended, which for a
 // background context is never. How it ended tells the store's health
 // whether the storage took the write.
-func (s *Store) runTx(tx *sql.Tx, fn func(r runner) error) (err error) {
+func (s *Store) runTx(ctx context.Context, tx *sql.Tx, w *writes, fn func(r runner) error) (err error) {
 	defer tx.Rollback()
 	defer func() { s.health.wrote(err) }()
-	if err := fn(runner{s: s, tx: tx}); err != nil {
+	r := runner{s: s, tx: tx, writes: w}
+	if err := w.begin(ctx, r); err != nil {
+		return s.d.classify(err)
+	}
+	if err := fn(r); err != nil {
 		return s.d.classify(err)
 	}
 	if err := tx.Commit(); err != nil {
