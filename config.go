@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
+	"unicode"
 
 	"follows/api"
 	"follows/auth"
@@ -72,6 +74,8 @@ type server struct {
 	logFormat         string
 	metricsOperations string // see api.NewMetrics
 	suggestionCache   bool   // see db.WithSuggestionCache
+	replicas          replicaDSNs
+	replicaMaxLag     time.Duration // see db.WithReplicas
 
 	api    api.Config // the handler's, its streams' (api.StreamConfig) included
 	conns  api.ServerConfig
@@ -96,6 +100,22 @@ func (s *server) flags(fs *flagSet) {
 	connectionFlags(fs, &s.api, &s.conns)
 	oidcFlags(fs, &s.oidc)
 	streamFlags(fs, &s.events, &s.api.Streams, &s.api.Caps)
+	s.replicaMaxLag = db.DefaultReplicaMaxLag
+	fs.Var(&s.replicas, "db-replica", "`DSN` of a PostgreSQL streaming standby of -db that may answer queries (docs/replicas.md); repeat the flag for more, or separate them with commas or spaces (in FOLLOWS_DB_REPLICA too; write a comma inside a DSN as %2C). Mutations, subscriptions and each viewer's reads until a replica has its last write go to -db")
+	fs.DurationVar(&s.replicaMaxLag, "replica-max-lag", s.replicaMaxLag, "how far behind -db a replica may be and still answer queries; one further behind, down or failing is skipped until it catches up")
+}
+
+// replicaDSNs are the -db-replica flags given, in order: each may hold
+// several, separated by commas or spaces, as one variable holds them all.
+// It refuses nothing, so that no error repeats a DSN's password; the
+// store says which replica, by its place, is not a postgres:// URL.
+type replicaDSNs []string
+
+func (r *replicaDSNs) String() string { return "" }
+
+func (r *replicaDSNs) Set(v string) error {
+	*r = append(*r, strings.FieldsFunc(v, func(c rune) bool { return c == ',' || unicode.IsSpace(c) })...)
+	return nil
 }
 
 // limitFlags bind what one request may ask and be answered.
@@ -185,6 +205,9 @@ func (s *server) check() error {
 	}
 	if caps := c.Caps; conns.MaxClientConns < 0 || caps.MaxStreams < 0 || caps.MaxClientStreams < 0 || caps.MaxClientSubscriptions < 0 || caps.MaxViewerSubscriptions < 0 {
 		return errors.New("-max-client-conns, -max-streams, -max-client-streams, -max-client-subscriptions and -max-viewer-subscriptions cannot be negative")
+	}
+	if s.replicaMaxLag <= 0 {
+		return errors.New("-replica-max-lag must be positive")
 	}
 	if conns.MaxConns > 0 && c.Caps.MaxStreams >= conns.MaxConns {
 		return fmt.Errorf("-max-streams %d is not below -max-conns %d: streams could take every connection and leave requests waiting", c.Caps.MaxStreams, conns.MaxConns)

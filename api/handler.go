@@ -100,6 +100,7 @@ func DefaultConfig() Config {
 func NewHandler(store *db.Store, tokens *auth.Tokens, cfg Config, log *slog.Logger, m *Metrics) http.Handler {
 	res := &resolvers.Resolver{Store: store, Tokens: tokens, Cursors: tokens, BatchWait: cfg.BatchWait, OnBatch: m.Batch, Log: log}
 	m.WatchSuggestionLists(store)
+	m.WatchReplicas(store)
 
 	guard := guardRequest(cfg.MaxBody, cfg.RequestTimeout, m)
 	client := clientAddress(cfg.ClientIPHeader)
@@ -176,6 +177,9 @@ func newGraphQL(res *resolvers.Resolver, cfg Config, caps *clientCaps, log *slog
 	// First of the operations' interceptors: a websocket's operation is
 	// checked and given its loaders and deadline before anything counts it.
 	use(gql, socketRules{res: res, timeout: cfg.RequestTimeout})
+	if res.Store.Replicas() > 0 {
+		use(gql, replicaReads{}) // where each operation's reads go
+	}
 	use(gql, newRateLimits(cfg.SignupRate, cfg.MutationRate))
 	use(gql, subscriptionLimit{Max: cfg.Streams.MaxSubscriptions, caps: caps})
 	// After the other limits: it checks the document once the persisted
