@@ -149,6 +149,9 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 }
 
 func open(ctx context.Context, d dialect, dsn, connStr string, opts []Option) (_ *Store, err error) {
+	if err := replicasFor(d, opts); err != nil {
+		return nil, err // before anything touches the database
+	}
 	if f, ok := d.(fileDatabase); ok {
 		if err := f.createFile(dsn); err != nil {
 			return nil, err

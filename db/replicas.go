@@ -86,15 +86,24 @@ func (s *Store) Replicas() int {
 	return len(s.replicas.list)
 }
 
+// replicasFor refuses replicas for a database other than PostgreSQL.
+func replicasFor(d dialect, opts []Option) error {
+	var given Store
+	for _, opt := range opts {
+		opt(&given)
+	}
+	if _, pg := d.(*postgresDialect); len(given.replicaDSNs) > 0 && !pg {
+		return fmt.Errorf("read replicas need PostgreSQL, and this is a %s database", d.name())
+	}
+	return nil
+}
+
 // openReplicas connects to the replicas and probes each once, so that a
 // server starts using the healthy ones at once; one that is down is
 // skipped until it answers, and does not keep the server from starting.
 func (s *Store) openReplicas(ctx context.Context) error {
 	if len(s.replicaDSNs) == 0 {
 		return nil
-	}
-	if _, ok := s.d.(*postgresDialect); !ok {
-		return fmt.Errorf("read replicas need PostgreSQL, and this is a %s database", s.d.name())
 	}
 	if s.replicaMaxLag <= 0 {
 		return errors.New("the replicas' maximum lag must be positive")
