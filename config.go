@@ -111,7 +111,14 @@ func (s *server) flags(fs *flagSet) {
 // store says which replica, by its place, is not a postgres:// URL.
 type replicaDSNs []string
 
-func (r *replicaDSNs) String() string { return "" }
+func (r *replicaDSNs) String() string {
+	if r == nil {
+		return ""
+	}
+	return strings.Join(*r, ",")
+}
+
+func (r *replicaDSNs) Get() any { return r.String() }
 
 func (r *replicaDSNs) Set(v string) error {
 	*r = append(*r, strings.FieldsFunc(v, func(c rune) bool { return c == ',' || unicode.IsSpace(c) })...)

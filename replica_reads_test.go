@@ -351,3 +351,22 @@ func TestReplicaStoppedMidLoad(t *testing.T) {
 	t.Logf("%d requests, %d failed; reads on b: %+v at the start, %+v when the standby stopped, %+v when it restarted, %+v at the end",
 		requests.Load(), failed.Load(), start, down, back, readTargets(t, b))
 }
+
+// -db-replica repeats, each may hold several DSNs separated by commas or
+// spaces, and FOLLOWS_DB_REPLICA holds them all the same way.
+func TestReplicaFlag(t *testing.T) {
+	s, _, err := parseServer([]string{"-db-replica", "postgres://a/x", "-db-replica", "postgres://b/x, postgres://c/x"}, nil)
+	if err != nil || !slices.Equal(s.replicas, replicaDSNs{"postgres://a/x", "postgres://b/x", "postgres://c/x"}) {
+		t.Errorf("flags: %q, %v", s.replicas, err)
+	}
+	s, _, err = parseServer(nil, map[string]string{"FOLLOWS_DB_REPLICA": "postgres://a/x postgres://b/x"})
+	if err != nil || !slices.Equal(s.replicas, replicaDSNs{"postgres://a/x", "postgres://b/x"}) {
+		t.Errorf("FOLLOWS_DB_REPLICA: %q, %v", s.replicas, err)
+	}
+	if s, _, err = parseServer([]string{"-replica-max-lag", "0s"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.check(); err == nil || !strings.Contains(err.Error(), "-replica-max-lag") {
+		t.Errorf("-replica-max-lag 0s: %v, want it refused", err)
+	}
+}
