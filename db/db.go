@@ -406,7 +406,7 @@ func (r *rows) Close() error {
 func (r runner) query(ctx context.Context, text string, args ...any) (*rows, error) {
 	start := time.Now()
 	args = r.args(args)
-	if r.tx == nil && !r.primary && r.s.replicas != nil {
+	if r.tx == nil && r.s.replicas != nil {
 		if res, ok := r.queryReplica(ctx, text, args); ok {
 			return &rows{Rows: res, done: func() { r.s.record(ctx, start) }}, nil
 		}

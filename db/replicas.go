@@ -449,10 +449,15 @@ func (s *Store) ReplicaReads() (primary uint64, replicas []ReplicaStatus) {
 }
 
 // queryReplica runs a read on the replica ctx's request is given, if any:
-// ok is false when the primary must answer it, because the request has no
-// replica or because its replica failed (then taken out of use).
+// ok is false when the primary must answer it, because the read or the
+// request is for the primary, or because its replica failed (then taken
+// out of use). It counts the read where it goes.
 func (r runner) queryReplica(ctx context.Context, text string, args []any) (_ *sql.Rows, ok bool) {
 	set := r.s.replicas
+	if r.primary {
+		set.primaryReads.Add(1)
+		return nil, false
+	}
 	if rep := r.s.replicaFor(ctx); rep != nil {
 		res, err := rep.db.QueryContext(ctx, r.s.d.rebind(text), args...)
 		if err == nil {
