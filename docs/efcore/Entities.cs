@@ -85,3 +85,11 @@ public class FollowVersion
     public int UserId { get; set; }
     public long Version { get; set; }
 }
+
+// Where a user's last write through the server stands in the primary's
+// WAL (PostgreSQL only; see FollowsContext).
+public class ViewerWrite
+{
+    public int UserId { get; set; }
+    public long Lsn { get; set; }
+}

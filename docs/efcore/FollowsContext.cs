@@ -247,5 +247,19 @@ public class FollowsContext(DbContextOptions<FollowsContext> options) : DbContex
                 e.HasKey(x => x.UserId).HasName("PK_FollowVersions");
                 e.Property(x => x.UserId).ValueGeneratedNever();
             });
+
+        // PostgreSQL only (migration 12): where each user's last write
+        // through the server stands in the primary's WAL, which the
+        // server's instances compare with a read replica's replay
+        // position so that a user reads its own writes (docs/replicas.md).
+        // Written only by the server, and only when it is given replicas;
+        // in the model so that the app's migrations leave it alone.
+        if (npgsql)
+            b.Entity<ViewerWrite>(e =>
+            {
+                e.ToTable("ViewerWrites");
+                e.HasKey(x => x.UserId).HasName("PK_ViewerWrites");
+                e.Property(x => x.UserId).ValueGeneratedNever();
+            });
     }
 }
