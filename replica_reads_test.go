@@ -56,7 +56,7 @@ func startWithReplica(t *testing.T, primary, replica string) string {
 	deadline := time.Now().Add(60 * time.Second)
 	for !readTargets(t, u).inUse {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: the replica was not in use within 60s", u)
+			t.Fatalf("%s: the replica was not in use within 60s (does the standby stream? pg_stat_wal_receiver on it says)", u)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
