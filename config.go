@@ -77,6 +77,10 @@ type server struct {
 	conns  api.ServerConfig
 	oidc   auth.OIDCConfig // off without an issuer
 	events db.EventsConfig
+	// trusted are the manifests of -trusted-documents; playgroundGiven
+	// says -no-playground was set, which -trusted-only's default yields to.
+	trusted         []string
+	playgroundGiven bool
 }
 
 func (s *server) flags(fs *flagSet) {
@@ -96,6 +100,18 @@ func (s *server) flags(fs *flagSet) {
 	connectionFlags(fs, &s.api, &s.conns)
 	oidcFlags(fs, &s.oidc)
 	streamFlags(fs, &s.events, &s.api.Streams, &s.api.Caps)
+	trustedFlags(fs, s)
+}
+
+// trustedFlags bind the trusted documents (docs/trusted-documents.md).
+func trustedFlags(fs *flagSet, s *server) {
+	fs.Func("trusted-documents", "`file` of trusted documents, the persisted-query manifest of relay-compiler, Apollo or GraphQL Code Generator, served by their ids; repeat the flag, or separate files with commas, for more. Reloaded on SIGHUP", func(v string) error {
+		s.trusted = append(s.trusted, list(v)...)
+		return nil
+	})
+	fs.BoolVar(&s.api.TrustedOnly, "trusted-only", s.api.TrustedOnly, "run only the -trusted-documents: any other document is refused (TRUSTED_DOCUMENT_REQUIRED, PERSISTED_QUERY_NOT_FOUND), introspection with it unless a trusted document holds it, and GraphiQL is off unless -no-playground=false is given")
+	f := fs.Lookup("no-playground")
+	f.Value = givenBool{f.Value, &s.playgroundGiven}
 }
 
 // limitFlags bind what one request may ask and be answered.
@@ -185,6 +201,9 @@ func (s *server) check() error {
 	}
 	if caps := c.Caps; conns.MaxClientConns < 0 || caps.MaxStreams < 0 || caps.MaxClientStreams < 0 || caps.MaxClientSubscriptions < 0 || caps.MaxViewerSubscriptions < 0 {
 		return errors.New("-max-client-conns, -max-streams, -max-client-streams, -max-client-subscriptions and -max-viewer-subscriptions cannot be negative")
+	}
+	if c.TrustedOnly && len(s.trusted) == 0 {
+		return errors.New("-trusted-only needs -trusted-documents: the manifests of the documents to run")
 	}
 	if conns.MaxConns > 0 && c.Caps.MaxStreams >= conns.MaxConns {
 		return fmt.Errorf("-max-streams %d is not below -max-conns %d: streams could take every connection and leave requests waiting", c.Caps.MaxStreams, conns.MaxConns)
