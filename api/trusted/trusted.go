@@ -95,7 +95,8 @@ func (s *Set) add(schema *ast.Schema, d *Document) error {
 		}
 		return nil
 	}
-	doc, errs := gqlparser.LoadQuery(schema, d.Text)
+	// nil: the default rules, which gqlgen validates requests with.
+	doc, errs := gqlparser.LoadQueryWithRules(schema, d.Text, nil)
 	if len(errs) > 0 {
 		return fmt.Errorf("%s: id %q%s: the document does not validate against the schema: %v", d.File, d.ID, named(d.Name), errs[0])
 	}
