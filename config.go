@@ -105,10 +105,7 @@ func (s *server) flags(fs *flagSet) {
 
 // trustedFlags bind the trusted documents (docs/trusted-documents.md).
 func trustedFlags(fs *flagSet, s *server) {
-	fs.Func("trusted-documents", "`file` of trusted documents, the persisted-query manifest of relay-compiler, Apollo or GraphQL Code Generator, served by their ids; repeat the flag, or separate files with commas, for more. Reloaded on SIGHUP", func(v string) error {
-		s.trusted = append(s.trusted, list(v)...)
-		return nil
-	})
+	fs.Var(pathList{&s.trusted}, "trusted-documents", "`file` of trusted documents, the persisted-query manifest of relay-compiler, Apollo or GraphQL Code Generator, served by their ids; repeat the flag, or separate files with commas, for more. Reloaded on SIGHUP")
 	fs.BoolVar(&s.api.TrustedOnly, "trusted-only", s.api.TrustedOnly, "run only the -trusted-documents: any other document is refused (TRUSTED_DOCUMENT_REQUIRED, PERSISTED_QUERY_NOT_FOUND), introspection with it unless a trusted document holds it, and GraphiQL is off unless -no-playground=false is given")
 	f := fs.Lookup("no-playground")
 	f.Value = givenBool{f.Value, &s.playgroundGiven}

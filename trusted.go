@@ -27,6 +27,26 @@ func (g givenBool) Set(s string) error {
 
 func (g givenBool) IsBoolFlag() bool { return true }
 
+func (g givenBool) Get() any { return g.Value.(flag.Getter).Get() }
+
+// pathList is a flag that may be repeated, each value a comma-separated
+// list of paths, which it adds to.
+type pathList struct{ paths *[]string }
+
+func (l pathList) String() string {
+	if l.paths == nil {
+		return ""
+	}
+	return strings.Join(*l.paths, ",")
+}
+
+func (l pathList) Set(v string) error {
+	*l.paths = append(*l.paths, list(v)...)
+	return nil
+}
+
+func (l pathList) Get() any { return l.String() }
+
 // list splits a comma-separated flag value, dropping blanks.
 func list(s string) []string {
 	var out []string
