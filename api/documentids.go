@@ -68,13 +68,8 @@ func (c Config) documentIDs(m *Metrics) *documentIDs {
 // -trusted-only, but for an id nothing else would know.
 func (d *documentIDs) decide(id string, apq bool, text string) (*trusted.Document, *gqlerror.Error) {
 	set := d.docs.Current()
-	if id != "" {
-		doc := set.ByID(id)
+	if doc := set.ByID(id); id != "" && doc != nil {
 		switch {
-		case doc == nil && apq && !d.only:
-			return nil, nil // automatic persisted queries may have it
-		case doc == nil:
-			return nil, codedError(CodePersistedQueryNotFound, "no trusted document has the id %q", capLabel(id))
 		case text != "" && text != doc.Text && apq && !d.only:
 			return nil, nil // automatic persisted queries check the hash
 		case text != "" && text != doc.Text:
@@ -82,6 +77,16 @@ func (d *documentIDs) decide(id string, apq bool, text string) (*trusted.Documen
 		}
 		return doc, nil
 	}
+	switch {
+	case id == "":
+	case apq && !d.only:
+		return nil, nil // automatic persisted queries may have it
+	case !apq || text == "":
+		return nil, codedError(CodePersistedQueryNotFound, "no trusted document has the id %q", capLabel(id))
+	}
+	// An unknown hash sent with a text, under -trusted-only: the text
+	// decides, as Apollo Client's retry after PERSISTED_QUERY_NOT_FOUND
+	// needs when the manifest's ids are not the hashes its link computes.
 	if text == "" {
 		return nil, nil // gqlgen says that a document is needed
 	}

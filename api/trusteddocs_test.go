@@ -106,6 +106,9 @@ func TestTrustedOnly(t *testing.T) {
 		{"Apollo's hash with the body, as its retry sends", func() apitest.RawResponse {
 			return postJSON(s, "", map[string]any{"query": trustedUsers, "extensions": apqExtensions(apolloID), "variables": users})
 		}},
+		{"a hash the manifest lacks with a trusted text, as Apollo's retry sends", func() apitest.RawResponse {
+			return postJSON(s, "", map[string]any{"query": trustedViewer, "extensions": apqExtensions(hexSum(sha256.New(), trustedViewer))})
+		}},
 		{"the exact text", func() apitest.RawResponse { return postJSON(s, "", map[string]any{"query": trustedViewer}) }},
 		{"GET with doc_id", func() apitest.RawResponse {
 			return s.Raw("GET", "/graphql?"+url.Values{"doc_id": {relayID}}.Encode(), "", nil, nil)
@@ -135,7 +138,7 @@ func TestTrustedOnly(t *testing.T) {
 		{"an id with another text", map[string]any{"doc_id": relayID, "query": "{ users { totalCount } }"}, api.CodeTrustedDocumentRequired},
 		{"an unknown doc_id", map[string]any{"doc_id": strings.Repeat("0", 32)}, api.CodePersistedQueryNotFound},
 		{"an unknown hash", map[string]any{"extensions": apqExtensions(strings.Repeat("ab", 32))}, api.CodePersistedQueryNotFound},
-		{"an unknown hash with its text, which would register it", map[string]any{"query": "{ viewer { id } }", "extensions": apqExtensions(hexSum(sha256.New(), "{ viewer { id } }"))}, api.CodePersistedQueryNotFound},
+		{"an unknown hash with its text, which would register it", map[string]any{"query": "{ viewer { id } }", "extensions": apqExtensions(hexSum(sha256.New(), "{ viewer { id } }"))}, api.CodeTrustedDocumentRequired},
 	}
 	for _, tc := range refusals {
 		t.Run(tc.name, func(t *testing.T) {
