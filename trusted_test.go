@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"follows/api"
 )
 
 // byDocID sends the trusted document id as Relay does, and says what
@@ -132,6 +135,37 @@ func TestTrustedDocumentsRefusedAtStart(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), w) {
 				t.Errorf("%v: error %v, want one saying %q", tc.args, err, w)
 			}
+		}
+	}
+}
+
+// Under -trusted-only GraphiQL is off unless -no-playground is given, on
+// the command line or in the environment; without it, as it was.
+func TestTrustedOnlyGraphiQLDefault(t *testing.T) {
+	manifest := filepath.Join(t.TempDir(), "persisted.json")
+	os.WriteFile(manifest, []byte(`{"a": "query A { users(first: 1) { totalCount } }"}`), 0o644)
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		off  bool
+	}{
+		{[]string{"-trusted-only"}, nil, true},
+		{[]string{"-trusted-only", "-no-playground=false"}, nil, false},
+		{[]string{"-trusted-only"}, map[string]string{"FOLLOWS_NO_PLAYGROUND": "false"}, false},
+		{nil, nil, false},
+		{[]string{"-no-playground"}, nil, true},
+	} {
+		s, _, err := parseServer(append([]string{"-trusted-documents", manifest}, tc.args...), tc.env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop, err := s.openTrusted(slog.New(slog.DiscardHandler), api.NewMetrics(""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop()
+		if s.api.NoPlayground != tc.off {
+			t.Errorf("%v %v: GraphiQL off %v, want %v", tc.args, tc.env, s.api.NoPlayground, tc.off)
 		}
 	}
 }
