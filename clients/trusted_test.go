@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -82,5 +83,67 @@ func TestTrustedDocumentsFromClients(t *testing.T) {
 		if json.Unmarshal(r.Body, &body) == nil && body["data"] != nil {
 			t.Errorf("%s: a refusal with data: %s", tc.body, r.Body)
 		}
+	}
+}
+
+// GraphQL Code Generator's client preset (codegen.persisted.ts) writes
+// persisted-documents.json and, in the typed documents the app imports,
+// each one's hash, which its client sends: every hash is a manifest id,
+// and the operations run by it (as documentId, and as Apollo's hash)
+// against a server that runs only those.
+func TestTrustedDocumentsFromCodegen(t *testing.T) {
+	nodeTools(t, "@graphql-codegen/cli", "@graphql-codegen/client-preset")
+	dir := filepath.Join("generated", "gql")
+	os.RemoveAll(dir)
+	if out, err := exec.Command("npx", "--no-install", "graphql-codegen", "--config", "codegen.persisted.ts").CombinedOutput(); err != nil {
+		t.Fatalf("graphql-codegen: %v\n%s", err, out)
+	}
+	manifest := filepath.Join(dir, "persisted-documents.json")
+	b, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs map[string]string
+	if err := json.Unmarshal(b, &docs); err != nil {
+		t.Fatal(err)
+	}
+	typed, err := os.ReadFile(filepath.Join(dir, "graphql.ts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hashes := regexp.MustCompile(`"__meta__":\{"hash":"([^"]+)"\}`).FindAllStringSubmatch(string(typed), -1)
+	if len(hashes) != len(docs) || len(docs) == 0 {
+		t.Fatalf("%d hashes in the typed documents, %d documents in the manifest", len(hashes), len(docs))
+	}
+	for _, h := range hashes {
+		if _, ok := docs[h[1]]; !ok {
+			t.Errorf("the client would send %s, which the manifest lacks", h[1])
+		}
+	}
+
+	open := apitest.Start(t)
+	open.Sample()
+	trusted, err := api.OpenTrustedDocuments([]string{manifest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := apitest.StartOn(t, open.DSN, func(c *api.Config) { c.Trusted, c.TrustedOnly = trusted, true })
+	profile := ""
+	for id, text := range docs {
+		if strings.HasPrefix(text, "query Profile(") {
+			profile = id
+		}
+	}
+	for _, body := range []string{
+		`{"documentId": "` + profile + `", "variables": {"name": "alice"}}`,
+		`{"extensions": {"persistedQuery": {"version": 1, "sha256Hash": "` + profile + `"}}, "variables": {"name": "alice"}}`,
+	} {
+		r := s.Raw("POST", "/graphql", "application/json", []byte(body), nil)
+		if r.Status != 200 || len(r.Parsed.Errors) > 0 || !strings.Contains(string(r.Parsed.Data), `"name":"alice"`) {
+			t.Errorf("%s: status %d: %s", body, r.Status, r.Body)
+		}
+	}
+	if r := s.Raw("POST", "/graphql", "application/json", []byte(`{"query": "{ users { totalCount } }"}`), nil); r.Parsed.Code() != api.CodeTrustedDocumentRequired {
+		t.Errorf("a query not in the manifest: %s", r.Body)
 	}
 }
