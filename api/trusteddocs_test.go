@@ -274,3 +274,41 @@ func TestTrustedReloadKeepsRequests(t *testing.T) {
 		t.Errorf("%d requests failed during reloads, the first: %s", len(failed), failed[0])
 	}
 }
+
+// What trusted documents add to a request: a small query sent as text to
+// a server without them, as text and by its id to one with them, and by
+// its id under -trusted-only (docs/trusted-documents.md, "Cost").
+func BenchmarkTrustedDocuments(b *testing.B) {
+	dir := b.TempDir()
+	path := filepath.Join(dir, "relay.json")
+	relay, _ := json.Marshal(map[string]string{relayID: trustedViewer})
+	os.WriteFile(path, relay, 0o644)
+	docs, err := api.OpenTrustedDocuments([]string{path})
+	if err != nil {
+		b.Fatal(err)
+	}
+	plain := apitest.Start(b)
+	plain.Sample()
+	with := apitest.StartOn(b, plain.DSN, func(c *api.Config) { c.Trusted = docs })
+	only := apitest.StartOn(b, plain.DSN, func(c *api.Config) { c.Trusted, c.TrustedOnly = docs, true })
+	text, _ := json.Marshal(map[string]any{"query": trustedViewer})
+	byID, _ := json.Marshal(map[string]any{"doc_id": relayID})
+	for _, bc := range []struct {
+		name string
+		s    *apitest.Server
+		body []byte
+	}{
+		{"without/text", plain, text},
+		{"with/text", with, text},
+		{"with/doc_id", with, byID},
+		{"only/doc_id", only, byID},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				if r := bc.s.Raw("POST", "/graphql", "application/json", bc.body, nil); r.Status != 200 || len(r.Parsed.Errors) > 0 {
+					b.Fatalf("status %d: %s", r.Status, r.Body)
+				}
+			}
+		})
+	}
+}
