@@ -161,6 +161,11 @@ func (s *server) serve(ctx context.Context, log *slog.Logger) error {
 			return err
 		}
 	}
+	stopReload, err := s.openTrusted(log, m)
+	if err != nil {
+		return err
+	}
+	defer stopReload()
 	h := api.NewHandler(store, tokens, s.api, log, m)
 
 	ln, err := net.Listen("tcp", s.addr)
