@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"time"
-	"unicode"
 
 	"follows/api"
 	"follows/auth"
@@ -74,7 +72,7 @@ type server struct {
 	logFormat         string
 	metricsOperations string // see api.NewMetrics
 	suggestionCache   bool   // see db.WithSuggestionCache
-	replicas          replicaDSNs
+	replicas          []string
 	replicaMaxLag     time.Duration // see db.WithReplicas
 
 	api    api.Config // the handler's, its streams' (api.StreamConfig) included
@@ -106,33 +104,13 @@ func (s *server) flags(fs *flagSet) {
 	streamFlags(fs, &s.events, &s.api.Streams, &s.api.Caps)
 	trustedFlags(fs, s)
 	s.replicaMaxLag = db.DefaultReplicaMaxLag
-	fs.Var(&s.replicas, "db-replica", "`DSN` of a PostgreSQL streaming standby of -db that may answer queries (docs/replicas.md); repeat the flag for more, or separate them with commas or spaces (in FOLLOWS_DB_REPLICA too; write a comma inside a DSN as %2C). Mutations, subscriptions and each viewer's reads until a replica has its last write go to -db")
+	fs.Var(flagenv.List{Items: &s.replicas}, "db-replica", "`DSN` of a PostgreSQL streaming standby of -db that may answer queries (docs/replicas.md); repeat the flag for more, or separate them with commas (in FOLLOWS_DB_REPLICA too; write a comma inside a DSN as %2C). Mutations, subscriptions and each viewer's reads until a replica has its last write go to -db")
 	fs.DurationVar(&s.replicaMaxLag, "replica-max-lag", s.replicaMaxLag, "how far behind -db a replica may be and still answer queries; one further behind, down or failing is skipped until it catches up")
-}
-
-// replicaDSNs are the -db-replica flags given, in order: each may hold
-// several, separated by commas or spaces, as one variable holds them all.
-// It refuses nothing, so that no error repeats a DSN's password; the
-// store says which replica, by its place, is not a postgres:// URL.
-type replicaDSNs []string
-
-func (r *replicaDSNs) String() string {
-	if r == nil {
-		return ""
-	}
-	return strings.Join(*r, ",")
-}
-
-func (r *replicaDSNs) Get() any { return r.String() }
-
-func (r *replicaDSNs) Set(v string) error {
-	*r = append(*r, strings.FieldsFunc(v, func(c rune) bool { return c == ',' || unicode.IsSpace(c) })...)
-	return nil
 }
 
 // trustedFlags bind the trusted documents (docs/trusted-documents.md).
 func trustedFlags(fs *flagSet, s *server) {
-	fs.Var(pathList{&s.trusted}, "trusted-documents", "`file` of trusted documents, the persisted-query manifest of relay-compiler, Apollo or GraphQL Code Generator, served by their ids; repeat the flag, or separate files with commas, for more. Reloaded on SIGHUP")
+	fs.Var(flagenv.List{Items: &s.trusted}, "trusted-documents", "`file` of trusted documents, the persisted-query manifest of relay-compiler, Apollo or GraphQL Code Generator, served by their ids; repeat the flag, or separate files with commas, for more. Reloaded on SIGHUP")
 	fs.BoolVar(&s.api.TrustedOnly, "trusted-only", s.api.TrustedOnly, "run only the -trusted-documents: any other document is refused (TRUSTED_DOCUMENT_REQUIRED, PERSISTED_QUERY_NOT_FOUND), introspection with it unless a trusted document holds it, and GraphiQL is off unless -no-playground=false is given")
 	f := fs.Lookup("no-playground")
 	f.Value = givenBool{f.Value, &s.playgroundGiven}

@@ -356,11 +356,11 @@ func TestReplicaStoppedMidLoad(t *testing.T) {
 // spaces, and FOLLOWS_DB_REPLICA holds them all the same way.
 func TestReplicaFlag(t *testing.T) {
 	s, _, err := parseServer([]string{"-db-replica", "postgres://a/x", "-db-replica", "postgres://b/x, postgres://c/x"}, nil)
-	if err != nil || !slices.Equal(s.replicas, replicaDSNs{"postgres://a/x", "postgres://b/x", "postgres://c/x"}) {
+	if err != nil || !slices.Equal(s.replicas, []string{"postgres://a/x", "postgres://b/x", "postgres://c/x"}) {
 		t.Errorf("flags: %q, %v", s.replicas, err)
 	}
-	s, _, err = parseServer(nil, map[string]string{"FOLLOWS_DB_REPLICA": "postgres://a/x postgres://b/x"})
-	if err != nil || !slices.Equal(s.replicas, replicaDSNs{"postgres://a/x", "postgres://b/x"}) {
+	s, _, err = parseServer(nil, map[string]string{"FOLLOWS_DB_REPLICA": "postgres://a/x,postgres://b/x"})
+	if err != nil || !slices.Equal(s.replicas, []string{"postgres://a/x", "postgres://b/x"}) {
 		t.Errorf("FOLLOWS_DB_REPLICA: %q, %v", s.replicas, err)
 	}
 	if s, _, err = parseServer([]string{"-replica-max-lag", "0s"}, nil); err != nil {

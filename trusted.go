@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"follows/api"
@@ -28,35 +27,6 @@ func (g givenBool) Set(s string) error {
 func (g givenBool) IsBoolFlag() bool { return true }
 
 func (g givenBool) Get() any { return g.Value.(flag.Getter).Get() }
-
-// pathList is a flag that may be repeated, each value a comma-separated
-// list of paths, which it adds to.
-type pathList struct{ paths *[]string }
-
-func (l pathList) String() string {
-	if l.paths == nil {
-		return ""
-	}
-	return strings.Join(*l.paths, ",")
-}
-
-func (l pathList) Set(v string) error {
-	*l.paths = append(*l.paths, list(v)...)
-	return nil
-}
-
-func (l pathList) Get() any { return l.String() }
-
-// list splits a comma-separated flag value, dropping blanks.
-func list(s string) []string {
-	var out []string
-	for item := range strings.SplitSeq(s, ",") {
-		if item = strings.TrimSpace(item); item != "" {
-			out = append(out, item)
-		}
-	}
-	return out
-}
 
 // openTrusted loads the -trusted-documents, refusing to start on a
 // manifest that does not load, and settles -trusted-only's default for

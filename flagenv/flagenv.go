@@ -160,3 +160,28 @@ func (c Choice) Set(s string) error {
 	*c.Value = s
 	return nil
 }
+
+// List is a flag that may be repeated, each value a comma-separated list
+// whose items it adds to Items, blanks dropped: one rule for every flag
+// that takes several values, in a variable (which holds them all) as on
+// the command line. Set refuses nothing, so that no error repeats a
+// value, which may be a DSN with its password.
+type List struct{ Items *[]string }
+
+func (l List) String() string {
+	if l.Items == nil {
+		return ""
+	}
+	return strings.Join(*l.Items, ",")
+}
+
+func (l List) Set(v string) error {
+	for item := range strings.SplitSeq(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			*l.Items = append(*l.Items, item)
+		}
+	}
+	return nil
+}
+
+func (l List) Get() any { return l.String() }
