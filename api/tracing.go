@@ -35,13 +35,19 @@ func traceRequests(tp trace.TracerProvider, next http.Handler) http.Handler {
 	)
 }
 
-// operationTracing gives each GraphQL response its operation span: the
-// operation's type, name and complexity, the codes of its errors, and with
-// viewerID the id of the user its token claims. It never records the
-// document, its variables or arguments, or the token: they hold what
-// users typed and what authenticates them, and traces go to collectors
-// that many people read (docs/tracing.md). The loaders' batches and the
-// store's statements, run beneath it, start their spans from its context.
+// operationTracing gives each GraphQL operation its span: the
+// operation's type, name and complexity, the codes of its responses'
+// errors, and with viewerID the id of the user its token claims. It never
+// records the document, its variables or arguments, or the token: they
+// hold what users typed and what authenticates them, and traces go to
+// collectors that many people read (docs/tracing.md). The loaders'
+// batches and the store's statements, run beneath it, start their spans
+// from its context.
+//
+// The span is the operation's, not each response's: a subscription
+// resolves every event in the context its operation began with, so its
+// span lasts until its stream ends and holds the statements of all its
+// events.
 type operationTracing struct {
 	tracer   trace.Tracer
 	viewerID bool
@@ -50,7 +56,7 @@ type operationTracing struct {
 
 var _ interface {
 	graphql.HandlerExtension
-	graphql.ResponseInterceptor
+	graphql.OperationInterceptor
 } = &operationTracing{}
 
 func newOperationTracing(tp trace.TracerProvider, viewerID bool) *operationTracing {
@@ -64,10 +70,7 @@ func (t *operationTracing) Validate(es graphql.ExecutableSchema) error {
 	return nil
 }
 
-func (t *operationTracing) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
-	if !graphql.HasOperationContext(ctx) {
-		return next(ctx)
-	}
+func (t *operationTracing) InterceptOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 	oc := graphql.GetOperationContext(ctx)
 	kind, name := "query", ""
 	if oc.Operation != nil {
@@ -78,10 +81,37 @@ func (t *operationTracing) InterceptResponse(ctx context.Context, next graphql.R
 		spanName += " " + name
 	}
 	ctx, span := t.tracer.Start(ctx, spanName)
-	defer span.End()
 	if !span.IsRecording() {
+		span.End()
 		return next(ctx)
 	}
+	t.describe(ctx, span, oc, kind, name)
+	responses := next(ctx)
+	subscription := kind == "subscription"
+	return func(ctx context.Context) *graphql.Response {
+		resp := responses(ctx)
+		if resp != nil && len(resp.Errors) > 0 {
+			// The codes only: a message can quote what the user sent.
+			var errCodes []string
+			for _, e := range resp.Errors {
+				if code, ok := e.Extensions["code"].(string); ok {
+					errCodes = append(errCodes, code)
+				}
+			}
+			span.SetAttributes(attribute.StringSlice("graphql.error.codes", errCodes))
+			span.SetStatus(codes.Error, "the response has errors")
+		}
+		// A query or mutation has one response; a subscription's stream
+		// ends with none.
+		if !subscription || resp == nil {
+			span.End()
+		}
+		return resp
+	}
+}
+
+// describe sets the attributes of an operation's span.
+func (t *operationTracing) describe(ctx context.Context, span trace.Span, oc *graphql.OperationContext, kind, name string) {
 	span.SetAttributes(attribute.String("graphql.operation.type", kind))
 	if name != "" {
 		span.SetAttributes(attribute.String("graphql.operation.name", name))
@@ -98,17 +128,4 @@ func (t *operationTracing) InterceptResponse(ctx context.Context, next graphql.R
 			span.SetAttributes(attribute.String("enduser.id", strconv.FormatInt(c.UserID, 10)))
 		}
 	}
-	resp := next(ctx)
-	if resp != nil && len(resp.Errors) > 0 {
-		// The codes only: a message can quote what the user sent.
-		var errCodes []string
-		for _, e := range resp.Errors {
-			if code, ok := e.Extensions["code"].(string); ok {
-				errCodes = append(errCodes, code)
-			}
-		}
-		span.SetAttributes(attribute.StringSlice("graphql.error.codes", errCodes))
-		span.SetStatus(codes.Error, "the response has errors")
-	}
-	return resp
 }
