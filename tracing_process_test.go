@@ -235,8 +235,11 @@ func checkTrace(t *testing.T, id string, spans []*tracepb.Span, continued bool, 
 			t.Errorf("trace %s: batch span %q %v: want the operation's child with its keys counted", id, b.Name, b.Attributes)
 		}
 	}
-	underBatch := 0
+	underBatch, byName := 0, false
 	for _, s := range statements {
+		// Named for the store method that ran it: user(name:) is
+		// UserByName.
+		byName = byName || s.Name == "Store.UserByName"
 		if p := parent(s); p != nil && attr(p, "follows.loader") != "" {
 			underBatch++
 		}
@@ -244,7 +247,9 @@ func checkTrace(t *testing.T, id string, spans []*tracepb.Span, continued bool, 
 			t.Errorf("trace %s: SQL span %q %v", id, s.Name, s.Attributes)
 		}
 	}
-	t.Logf("trace %s: %v", id, names(spans))
+	if !byName {
+		t.Errorf("trace %s: no statement named Store.UserByName: %v", id, names(spans))
+	}
 	if underBatch == 0 {
 		t.Errorf("trace %s: no SQL span beneath a batch: %v", id, names(spans))
 	}

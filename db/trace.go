@@ -43,7 +43,7 @@ func (s *Store) traceStatement(ctx context.Context, pool *sql.DB, text string) (
 	ctx, span := parent.TracerProvider().Tracer(instrumentation).Start(ctx, name,
 		trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(
-			attribute.String("db.system.name", s.d.name()),
+			attribute.String("db.system.name", dbSystems[s.d.name()]),
 			attribute.String("db.operation.name", strings.ToUpper(verb)),
 			attribute.String("follows.db.statement", name),
 		))
@@ -74,6 +74,10 @@ func (sp *statementSpan) end(err error) {
 	}
 	sp.span.End()
 }
+
+// dbSystems are the dialects' names as OpenTelemetry's db.system.name
+// gives them.
+var dbSystems = map[string]string{"sqlite": "sqlite", "postgres": "postgresql", "sqlserver": "microsoft.sql_server"}
 
 // statementNames caches statementName by the call stack it was read from.
 var statementNames sync.Map // [statementFrames]uintptr -> string
@@ -132,7 +136,7 @@ func nameFromStack(pcs []uintptr) string {
 		}
 		if m, ok := strings.CutPrefix(fn, "Store."); ok && m != "" && m[0] >= 'A' && m[0] <= 'Z' {
 			if helper != "" && helper != fn {
-				return fn + "." + strings.TrimPrefix(helper, "Store.")
+				return fn + "." + strings.TrimPrefix(strings.TrimPrefix(helper, "Store."), "runner.")
 			}
 			return fn
 		}
