@@ -38,7 +38,7 @@ func operationSpans(exp *tracetest.InMemoryExporter) []tracetest.SpanStub {
 func spanAttr(s tracetest.SpanStub, key attribute.Key) string {
 	for _, a := range s.Attributes {
 		if a.Key == key {
-			return a.Value.Emit()
+			return a.Value.String()
 		}
 	}
 	return ""
