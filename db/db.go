@@ -394,7 +394,12 @@ func (r runner) query(ctx context.Context, text string, args ...any) (*rows, err
 		span.end(err)
 		return nil, err
 	}
-	return &rows{Rows: res, done: func() { r.s.record(ctx, start); span.end(nil) }}, nil
+	done := func() { r.s.record(ctx, start) }
+	if span != nil {
+		// A closure of its own, so that an untraced statement's is no larger.
+		done = func() { r.s.record(ctx, start); span.end(nil) }
+	}
+	return &rows{Rows: res, done: done}, nil
 }
 
 func (r runner) exec(ctx context.Context, text string, args ...any) (_ sql.Result, err error) {
