@@ -98,6 +98,7 @@ func (s *server) flags(fs *flagSet) {
 	fs.Var(flagenv.Choice{Value: &s.logFormat, Of: []string{"text", "json"}}, "log-format", "`format` the server writes its log in (log/slog): text or json")
 	fs.StringVar(&s.metricsOperations, "metrics-operations", s.metricsOperations, "comma-separated operation names /metrics labels, every other counted as other; none: the first 200 names of accepted operations")
 	fs.BoolVar(&s.suggestionCache, "suggestion-cache", s.suggestionCache, "keep users' newest follows in memory for suggestions (SQLite); off, every suggestion reads its lists from the database. The cache is also off, with a warning at start, when its triggers on Follows are missing or changed")
+	fs.BoolVar(&s.api.TraceViewerID, "trace-viewer-id", s.api.TraceViewerID, "add the id of the user a request's token claims to its operation span (enduser.id), when traces are on (OTEL_EXPORTER_OTLP_ENDPOINT: docs/tracing.md); off, traces name no user")
 	limitFlags(fs, &s.api)
 	connectionFlags(fs, &s.api, &s.conns)
 	oidcFlags(fs, &s.oidc)

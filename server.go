@@ -16,6 +16,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -30,9 +31,13 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"follows/api"
 	"follows/db"
+	"follows/tracing"
+
+	"go.opentelemetry.io/otel"
 )
 
 //go:generate go run ./graph/internal/gqlgen
@@ -136,6 +141,11 @@ func (s *server) serve(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	shutdown, err := s.startTracing(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer shutdown()
 	// The metrics come first: the store reports its statements to them.
 	m := api.NewMetrics(s.metricsOperations)
 	store, err := db.Open(ctx, s.dsn, db.WithStatementHook(m.Statement), db.WithEvents(s.events), db.WithLogger(log), db.WithSuggestionCache(s.suggestionCache), db.WithReplicas(s.replicas, s.replicaMaxLag))
@@ -182,6 +192,29 @@ func (s *server) serve(ctx context.Context, log *slog.Logger) error {
 		conns.MaxClientConns = 0
 	}
 	return api.NewServer(h, conns, log).Serve(ctx, ln)
+}
+
+// startTracing sets s.api.Tracer when the OTEL_ variables name a
+// collector (docs/tracing.md), and returns what flushes the spans not yet
+// sent, to call once the server has stopped.
+func (s *server) startTracing(ctx context.Context, log *slog.Logger) (func(), error) {
+	tp, err := tracing.Start(ctx, os.Getenv)
+	if err != nil || tp == nil {
+		return func() {}, err
+	}
+	// The SDK's own errors (a collector that does not answer) go to the
+	// server's log rather than the standard logger's.
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("tracing", "err", err) }))
+	s.api.Tracer = tp
+	log.Info("tracing on: OTLP over HTTP", "endpoint", redacted(cmp.Or(os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"))))
+	return func() {
+		// ctx has ended by now (SIGTERM); the flush gets its own time.
+		flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tp.Shutdown(flush); err != nil {
+			log.Warn("tracing: flushing the last spans", "err", err)
+		}
+	}, nil
 }
 
 // loadDemo loads the sample graph for -demo, saying whether it did: it goes

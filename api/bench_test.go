@@ -19,8 +19,9 @@ import (
 )
 
 // benchHandler serves the graph in FOLLOWS_BENCH_DB (an imported graph,
-// see docs/benchmarks.md) in-process; benchmarks skip without it.
-func benchHandler(b *testing.B) http.Handler {
+// see docs/benchmarks.md) in-process; benchmarks skip without it. opts
+// change api.DefaultConfig.
+func benchHandler(b *testing.B, opts ...func(*api.Config)) http.Handler {
 	path := os.Getenv("FOLLOWS_BENCH_DB")
 	if path == "" {
 		b.Skip("set FOLLOWS_BENCH_DB to an imported graph (see docs/benchmarks.md)")
@@ -36,11 +37,15 @@ func benchHandler(b *testing.B) http.Handler {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return api.NewHandler(store, tokens, api.DefaultConfig(), log, m)
+	cfg := api.DefaultConfig()
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	return api.NewHandler(store, tokens, cfg, log, m)
 }
 
-func benchQuery(b *testing.B, query string) {
-	h := benchHandler(b)
+func benchQuery(b *testing.B, query string, opts ...func(*api.Config)) {
+	h := benchHandler(b, opts...)
 	body := []byte(`{"query":` + jsonString(query) + `}`)
 	cpu0 := cpuTime()
 	for b.Loop() {

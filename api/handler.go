@@ -24,6 +24,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/vektah/gqlparser/v2/ast"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config is what the handler can be told; package main fills it from its
@@ -67,6 +68,11 @@ type Config struct {
 	// (documentids.go); with TrustedOnly, no other document runs.
 	Trusted     *trusted.Documents
 	TrustedOnly bool
+
+	// Tracer, if not nil, traces each request to /graphql (tracing.go);
+	// TraceViewerID adds the viewer's id to its operation spans.
+	Tracer        trace.TracerProvider
+	TraceViewerID bool
 }
 
 // defaultBatchWait is how long a loader waits for more keys. Lists gather
@@ -117,7 +123,7 @@ func NewHandler(store *db.Store, tokens *auth.Tokens, cfg Config, log *slog.Logg
 	// A GraphQL request passes these in order, the first outermost, and
 	// so do server-sent events, which are known to be a stream only once
 	// their body is read (guardRequest); a websocket those after it.
-	mux.Handle("/graphql", streams(chain(gql,
+	mux.Handle("/graphql", traceRequests(cfg.Tracer, streams(chain(gql,
 		logRequests(log),                       // one log line when the stream ends
 		cors(cfg.CORSOrigins, cfg.CORSHeaders), // browsers on the listed origins may call
 		streamGuard(m),                         // a websocket: GET to upgrade; no deadline
@@ -134,7 +140,7 @@ func NewHandler(store *db.Store, tokens *auth.Tokens, cfg Config, log *slog.Logg
 		eventStreamCaps(caps, m),               // server-sent events count as streams
 		tokens.Middleware,                      // who the viewer is
 		res.Middleware,                         // the request's loaders
-	)))
+	))))
 	if !cfg.NoPlayground {
 		mux.Handle("GET /{$}", graphiql.Page())
 		mux.Handle("GET /graphiql/", graphiql.Assets())
@@ -200,6 +206,9 @@ func newGraphQL(res *resolvers.Resolver, cfg Config, caps *clientCaps, log *slog
 	})
 	gql.SetErrorPresenter(resolvers.ErrorPresenter(log))
 	gql.SetRecoverFunc(resolvers.Recover(log))
+	if cfg.Tracer != nil {
+		use(gql, newOperationTracing(cfg.Tracer, cfg.TraceViewerID)) // outside responseStats: its span covers all the response's work
+	}
 	use(gql, responseStats{metrics: m, debug: cfg.Debug})
 	use(gql, responseLimits{MaxErrors: cfg.MaxErrors, MaxBytes: cfg.MaxResponse}) // inside responseStats, which counts what it sends
 	return gql

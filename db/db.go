@@ -405,10 +405,16 @@ func (r *rows) Close() error {
 
 func (r runner) query(ctx context.Context, text string, args ...any) (*rows, error) {
 	start := time.Now()
+	ctx, span := r.s.traceStatement(ctx, r.s.db, text)
 	args = r.args(args)
+	done := func() { r.s.record(ctx, start) }
+	if span != nil {
+		// A closure of its own, so that an untraced statement's is no larger.
+		done = func() { r.s.record(ctx, start); span.end(nil) }
+	}
 	if r.tx == nil && r.s.replicas != nil {
 		if res, ok := r.queryReplica(ctx, text, args); ok {
-			return &rows{Rows: res, done: func() { r.s.record(ctx, start) }}, nil
+			return &rows{Rows: res, done: done}, nil
 		}
 	}
 	st, err := r.prepared(ctx, text)
@@ -420,12 +426,15 @@ func (r runner) query(ctx context.Context, text string, args ...any) (*rows, err
 	}
 	if err != nil {
 		r.s.record(ctx, start)
+		span.end(err)
 		return nil, err
 	}
-	return &rows{Rows: res, done: func() { r.s.record(ctx, start) }}, nil
+	return &rows{Rows: res, done: done}, nil
 }
 
 func (r runner) exec(ctx context.Context, text string, args ...any) (_ sql.Result, err error) {
+	ctx, span := r.s.traceStatement(ctx, r.s.db, text)
+	defer func() { span.end(err) }()
 	defer r.s.record(ctx, time.Now())
 	defer func() {
 		if err != nil && strings.HasPrefix(text, "DELETE") {

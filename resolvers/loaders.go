@@ -28,13 +28,15 @@ type loaders struct {
 
 // batched adapts a store method that answers many keys at once, or fails
 // as a whole, to the loader's fetch function, telling onBatch (if any) the
-// size of each batch.
+// size of each batch, and giving a traced batch its span (startBatch).
 func batched[K comparable, V any](name string, onBatch func(string, int), fetch func(context.Context, []K) ([]V, error)) func(context.Context, []K) ([]V, []error) {
 	return func(ctx context.Context, keys []K) ([]V, []error) {
 		if onBatch != nil {
 			onBatch(name, len(keys))
 		}
+		ctx, span := startBatch(ctx, name, len(keys))
 		vs, err := fetch(ctx, keys)
+		endBatch(span, err)
 		if err != nil {
 			return nil, []error{err}
 		}
