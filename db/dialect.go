@@ -305,7 +305,7 @@ func dialectFor(dsn string) (dialect, string, error) {
 	case strings.HasPrefix(dsn, "sqlserver://"):
 		return &sqlserverDialect{}, dsn, nil
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		return &postgresDialect{}, dsn, nil
+		return postgresFor(dsn)
 	case dsn == "":
 		return nil, "", errors.New("no database given")
 	default:

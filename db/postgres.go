@@ -28,7 +28,11 @@ import (
 // database. Its files: this one, postgres_lists.go (the list and
 // suggestions statements), postgres_import.go (bulk import with COPY),
 // postgres_events.go (LISTEN/NOTIFY); adoption is db/adopt/postgres.go.
-type postgresDialect struct{}
+type postgresDialect struct {
+	// pooled is the DSN's default_query_exec_mode where it is one for a
+	// transaction-mode pooler (see postgresFor), else empty.
+	pooled string
+}
 
 var (
 	_ dialect       = (*postgresDialect)(nil)

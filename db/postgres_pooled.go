@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3/lock"
 )
 
@@ -28,6 +32,41 @@ var (
 // (cache_statement), none with cache_describe, exec or simple_protocol,
 // the modes that work through a transaction-mode pooler.
 func (*postgresDialect) cachesStatements() {}
+
+// postgresFor is the dialect of a postgres:// DSN and the connection
+// string the driver takes: the DSN itself, or, through a pooler (see
+// pooledDSN), its configuration registered with pgx's database/sql driver,
+// so that a statement whose context ends is left to finish rather than
+// cancelled. PgBouncer 1.18 stops on cancellations: pgx's default closes
+// the connection at once, PgBouncer then cancels the statement itself,
+// and a reply arriving in that state ends it ("server_proto: server in
+// bad state: 11", pgbouncer/pgbouncer#822, fixed later by #927); a cancel
+// request sent through it instead ended it too ("disconnect_client(): bad
+// client state: 0"), both in the tests through it. The store's statements
+// take milliseconds; one still running 30 s after its context ended has
+// its connection closed.
+func postgresFor(dsn string) (dialect, string, error) {
+	mode, pooled := pooledDSN(dsn)
+	if !pooled {
+		return &postgresDialect{}, dsn, nil
+	}
+	if name, ok := pooledConfigs.Load(dsn); ok {
+		return &postgresDialect{pooled: mode}, name.(string), nil
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, "", err
+	}
+	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.DeadlineContextWatcherHandler{Conn: c.Conn(), DeadlineDelay: 30 * time.Second}
+	}
+	name, _ := pooledConfigs.LoadOrStore(dsn, stdlib.RegisterConnConfig(cfg))
+	return &postgresDialect{pooled: mode}, name.(string), nil
+}
+
+// pooledConfigs are the names pooled DSNs' configurations are registered
+// under, one per DSN for the process's life.
+var pooledConfigs sync.Map
 
 // pooledDSN reports whether a connection string asks pgx for a mode
 // without named prepared statements, which is what a transaction-mode
@@ -143,11 +182,15 @@ func (s *Store) chooseListener() {
 		}
 		return
 	}
-	switch mode, pooled := pooledDSN(s.connStr); {
+	pooled := ""
+	if d, ok := s.d.(*postgresDialect); ok {
+		pooled = d.pooled
+	}
+	switch {
 	case s.listenDSN != "":
 		s.listenConn = s.listenDSN
-	case pooled:
-		s.logger().Warn("the database DSN asks for default_query_exec_mode "+mode+", as through a connection pooler, where LISTEN hears nothing: "+
+	case pooled != "":
+		s.logger().Warn("the database DSN asks for default_query_exec_mode "+pooled+", as through a connection pooler, where LISTEN hears nothing: "+
 			"other instances' follow events reach this one's subscriptions by polling the outbox; give -db-listen a DSN that reaches PostgreSQL directly to have them at once (see docs/pgbouncer.md)",
 			"poll", s.feed.cfg.Poll)
 	default:
