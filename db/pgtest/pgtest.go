@@ -88,7 +88,7 @@ const PgBouncerEnv = "PGBOUNCER_DSN"
 // PooledExecMode is the pgx default_query_exec_mode a DSN through
 // PgBouncer gets when PgBouncerEnv sets none: one without named prepared
 // statements, which PgBouncer 1.18 does not keep across transactions.
-const PooledExecMode = "cache_describe"
+const PooledExecMode = "simple_protocol"
 
 // PgBouncerAvailable reports whether PgBouncerEnv and Env both name one.
 func PgBouncerAvailable() bool { return Available() && os.Getenv(PgBouncerEnv) != "" }
