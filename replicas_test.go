@@ -60,6 +60,7 @@ func TestInstancesStartTogether(t *testing.T) {
 type replicas struct {
 	t    *testing.T
 	dsn  string
+	args []string // each process's
 	urls []atomic.Pointer[string]
 	cmds []*exec.Cmd
 	// acked counts the writes each replica acknowledged; progress is
@@ -70,8 +71,8 @@ type replicas struct {
 	unanswered atomic.Int64
 }
 
-func startReplicas(t *testing.T, dsn string, n int) *replicas {
-	r := &replicas{t: t, dsn: dsn, urls: make([]atomic.Pointer[string], n), cmds: make([]*exec.Cmd, n),
+func startReplicas(t *testing.T, dsn string, n int, extra ...string) *replicas {
+	r := &replicas{t: t, dsn: dsn, args: append(replicaArgs(dsn), extra...), urls: make([]atomic.Pointer[string], n), cmds: make([]*exec.Cmd, n),
 		acked: make([]atomic.Int64, n), progress: make(chan struct{}, 1)}
 	for i := range n {
 		r.start(i)
@@ -82,7 +83,7 @@ func startReplicas(t *testing.T, dsn string, n int) *replicas {
 // start starts replica i and waits for it to say where it serves.
 func (r *replicas) start(i int) {
 	r.t.Helper()
-	cmd, url, _ := startProcess(r.t, replicaArgs(r.dsn)...)
+	cmd, url, _ := startProcess(r.t, r.args...)
 	r.cmds[i] = cmd
 	r.urls[i].Store(&url)
 }
@@ -190,15 +191,30 @@ func (k *known) apply(o outcome, set bool) {
 // writes come from one worker, in order, and what the load last had
 // acknowledged of it is what the database must hold.
 func TestReplicasLoseNothing(t *testing.T) {
-	bin := binary(t)
 	dsn := pgtest.DSN(t, "the replicas test (three server processes on one PostgreSQL database)")
+	testReplicasLoseNothing(t, dsn, dsn)
+}
+
+// The same through PgBouncer in transaction pooling mode: the processes'
+// -db goes through the pooler (pgx's default_query_exec_mode without
+// named statements), their -db-listen straight to PostgreSQL, and the
+// checks afterwards read PostgreSQL directly.
+func TestReplicasLoseNothingThroughPgBouncer(t *testing.T) {
+	pooled, direct := pgtest.PooledDSN(t, "the replicas test through PgBouncer")
+	testReplicasLoseNothing(t, direct, pooled, "-db-listen", direct)
+}
+
+// testReplicasLoseNothing runs the load on replicas serving from served
+// with the extra flags, and checks the database dsn reaches.
+func testReplicasLoseNothing(t *testing.T, dsn, served string, extra ...string) {
+	bin := binary(t)
 	const (
 		nReplicas  = 3
 		workers    = 6
 		actorsPer  = 2
 		targetsPer = 4
 	)
-	reps := startReplicas(t, dsn, nReplicas)
+	reps := startReplicas(t, served, nReplicas, extra...)
 	client := &http.Client{Timeout: 10 * time.Second}
 	// Accounts and targets signed up through every replica in turn, so
 	// that each replica minted some of the tokens.

@@ -52,7 +52,7 @@ func benchmarkFollowPages50(b *testing.B, page PageQuery) {
 
 // typicalUsers are users following about the median number of people.
 func typicalUsers(b *testing.B, s *Store, n int) []int64 {
-	rows, err := s.db.Query(`SELECT Id FROM Users WHERE FollowingCount BETWEEN 15 AND 25 ORDER BY Id LIMIT ?`, n)
+	rows, err := s.db.Query(s.d.rebind(`SELECT Id FROM Users WHERE FollowingCount BETWEEN 15 AND 25 ORDER BY Id LIMIT ?`), n)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func typicalUsers(b *testing.B, s *Store, n int) []int64 {
 
 func mostFollowed(b *testing.B, s *Store) int64 {
 	var id int64
-	if err := s.db.QueryRow(`SELECT Id FROM Users ORDER BY FollowerCount DESC LIMIT 1`).Scan(&id); err != nil {
+	if err := s.db.QueryRow(s.d.rebind(`SELECT Id FROM Users ORDER BY FollowerCount DESC LIMIT 1`)).Scan(&id); err != nil {
 		b.Fatal(err)
 	}
 	return id

@@ -104,10 +104,12 @@ type Store struct {
 	Integrity      string
 	integrityLimit time.Duration
 	health         health
-	// connStr is what the driver connected with; the event feed's
-	// PostgreSQL listener connects with it too.
+	// connStr is what the driver connected with.
 	connStr string
-	feed    feed
+	// listenDSN is WithListen's; listenConn is what the listener
+	// connects with, none where it polls (see chooseListener).
+	listenDSN, listenConn string
+	feed                  feed
 	// lists are the users' newest follows that suggestions read, by
 	// version (see followLists); nil where none are kept (see
 	// startFollowLists).
@@ -119,6 +121,14 @@ type Store struct {
 	replicas      *replicaSet
 	replicaDSNs   []string      // WithReplicas
 	replicaMaxLag time.Duration // WithReplicas
+}
+
+// logger is where the store says what an operator should know.
+func (s *Store) logger() *slog.Logger {
+	if s.log == nil {
+		return slog.Default()
+	}
+	return s.log
 }
 
 // Option sets up a Store as Open makes it.
@@ -192,6 +202,10 @@ func open(ctx context.Context, d dialect, dsn, connStr string, opts []Option) (_
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
 	}
+	if c, ok := s.d.(sessionChecker); ok {
+		c.checkSession(ctx, sqlDB, s.logger())
+	}
+	s.chooseListener()
 	if err := s.startFollowLists(ctx); err != nil {
 		return nil, err
 	}
@@ -262,6 +276,10 @@ func (s *Store) migrate(ctx context.Context) error {
 			return fmt.Errorf("migration lock: %w", err)
 		}
 		opts = append(opts, goose.WithSessionLocker(l))
+	}
+	if l, ok := s.d.(migrationLocking); ok {
+		locks = true
+		opts = append(opts, goose.WithLocker(l.migrationLocker()))
 	}
 	p, err := goose.NewProvider(s.d.gooseDialect(), s.db, fsys, opts...)
 	if err != nil {
@@ -338,7 +356,14 @@ func (s *Store) record(ctx context.Context, start time.Time) {
 // stmt returns the prepared form of a statement text, preparing it once per
 // process: the SQLite driver otherwise re-prepares every statement, which
 // for a many-branch UNION ALL costs more than running it.
+//
+// It returns nil where the driver caches statements itself (see
+// driverCaching): on PostgreSQL, pgx does, as the DSN's
+// default_query_exec_mode says.
 func (s *Store) stmt(ctx context.Context, text string) (*sql.Stmt, error) {
+	if _, ok := s.d.(driverCaching); ok {
+		return nil, nil
+	}
 	if st, ok := s.stmts.Load(text); ok {
 		return st.(*sql.Stmt), nil
 	}
@@ -365,10 +390,11 @@ type runner struct {
 	writes *writes
 }
 
-// prepared returns the statement's prepared form, or nil inside a
-// transaction when it has none yet. A transaction must not prepare through
-// the pool: while it holds SQLite's write lock, every other connection may
-// be waiting for that lock, and the pool would have none to give.
+// prepared returns the statement's prepared form, or nil where the
+// driver caches statements (see Store.stmt), and inside a transaction when
+// it has none yet. A transaction must not prepare through the pool: while
+// it holds SQLite's write lock, every other connection may be waiting for
+// that lock, and the pool would have none to give.
 func (r runner) prepared(ctx context.Context, text string) (*sql.Stmt, error) {
 	if r.tx != nil {
 		if st, ok := r.s.stmts.Load(text); ok {
@@ -377,6 +403,18 @@ func (r runner) prepared(ctx context.Context, text string) (*sql.Stmt, error) {
 		return nil, nil
 	}
 	return r.s.stmt(ctx, text)
+}
+
+// conn is what runs a statement that has no prepared form: the
+// transaction, or else the pool.
+func (r runner) conn() interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+} {
+	if r.tx != nil {
+		return r.tx
+	}
+	return r.s.db
 }
 
 // args converts parameters to the driver's preferred forms.
@@ -420,7 +458,7 @@ func (r runner) query(ctx context.Context, text string, args ...any) (*rows, err
 	st, err := r.prepared(ctx, text)
 	var res *sql.Rows
 	if err == nil && st == nil {
-		res, err = r.tx.QueryContext(ctx, r.s.d.rebind(text), args...)
+		res, err = r.conn().QueryContext(ctx, r.s.d.rebind(text), args...)
 	} else if err == nil {
 		res, err = st.QueryContext(ctx, args...)
 	}
@@ -447,7 +485,7 @@ func (r runner) exec(ctx context.Context, text string, args ...any) (_ sql.Resul
 		return nil, err
 	}
 	if st == nil {
-		return r.tx.ExecContext(ctx, r.s.d.rebind(text), args...)
+		return r.conn().ExecContext(ctx, r.s.d.rebind(text), args...)
 	}
 	return st.ExecContext(ctx, args...)
 }

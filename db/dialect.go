@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -152,6 +153,32 @@ type (
 		sessionLocker() (lock.SessionLocker, error)
 	}
 
+	// migrationLocking makes the lock that one instance holds while it
+	// migrates where a session cannot hold one: through a
+	// transaction-mode pooler (PgBouncer), a session's lock would stay
+	// on a server connection that other clients go on using. A
+	// dialect has this or sessionLocking, or neither.
+	migrationLocking interface {
+		migrationLocker() lock.Locker
+	}
+
+	// driverCaching is a dialect whose driver keeps what a statement
+	// needs per connection itself (pgx: by its default_query_exec_mode),
+	// so the store prepares none through database/sql, whose prepared
+	// statements are named ones on the server. Through a
+	// transaction-mode pooler a named statement prepared on one server
+	// connection is missing on the next.
+	driverCaching interface {
+		cachesStatements()
+	}
+
+	// sessionChecker checks, after the migrations, the settings the
+	// store's sessions run with, and logs what to change if they are not
+	// as it needs them.
+	sessionChecker interface {
+		checkSession(ctx context.Context, db *sql.DB, log *slog.Logger)
+	}
+
 	// serverChecker checks at start that the database can run the
 	// store's statements at all, and says what to change if not.
 	serverChecker interface {
@@ -278,7 +305,7 @@ func dialectFor(dsn string) (dialect, string, error) {
 	case strings.HasPrefix(dsn, "sqlserver://"):
 		return &sqlserverDialect{}, dsn, nil
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		return &postgresDialect{}, postgresDSN(dsn), nil
+		return postgresFor(dsn)
 	case dsn == "":
 		return nil, "", errors.New("no database given")
 	default:

@@ -534,7 +534,7 @@ func (s *Store) startFeed() {
 		defer close(s.feed.done)
 		var wg sync.WaitGroup
 		wg.Go(func() { s.pruneLoop(ctx) })
-		if l, ok := s.d.(eventListener); ok {
+		if l, ok := s.d.(eventListener); ok && s.listenConn != "" {
 			wg.Go(func() { s.listen(ctx, l) })
 		} else {
 			wg.Go(func() { s.pollLoop(ctx, s.feed.cfg.Poll) })
@@ -586,7 +586,7 @@ func (s *Store) pruneLoop(ctx context.Context) {
 // missed) the outbox is polled.
 func (s *Store) listen(ctx context.Context, l eventListener) {
 	for ctx.Err() == nil {
-		err := l.listenEvents(ctx, s.connStr, func(ctx context.Context) error {
+		err := l.listenEvents(ctx, s.listenConn, func(ctx context.Context) error {
 			_, err := s.LastEventID(ctx)
 			return err
 		}, s.feed.saw)

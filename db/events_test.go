@@ -28,13 +28,16 @@ func TestFollowEvents(t *testing.T) {
 	for _, d := range []struct {
 		name string
 		open opener
-	}{{"sqlite", openTestStore}, {"sqlserver", openSQLServer}, {"postgres", openPostgres}} {
+	}{{"sqlite", openTestStore}, {"sqlserver", openSQLServer}, {"postgres", openPostgres}, {"pgbouncer", openPgBouncer}} {
 		t.Run(d.name, func(t *testing.T) {
 			if d.name == "sqlserver" && os.Getenv("MSSQL_DSN") == "" {
 				t.Skip(sqlserverSkip)
 			}
 			if d.name == "postgres" && !pgtest.Available() {
 				t.Skip(pgtest.SkipMessage("the PostgreSQL outbox tests"))
+			}
+			if d.name == "pgbouncer" && !pgtest.PgBouncerAvailable() {
+				t.Skip(pgtest.PgBouncerSkipMessage("the outbox tests through PgBouncer"))
 			}
 			for name, test := range suite {
 				t.Run(name, func(t *testing.T) {

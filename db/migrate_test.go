@@ -19,6 +19,11 @@ func TestOpenConcurrently(t *testing.T) {
 	}{
 		{"sqlite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "follows.db") }},
 		{"postgres", func(t *testing.T) string { return pgtest.DSN(t, "opening PostgreSQL concurrently") }},
+		// The migration lock through a transaction-mode pooler.
+		{"pgbouncer", func(t *testing.T) string {
+			pooled, _ := pgtest.PooledDSN(t, "opening PostgreSQL through PgBouncer concurrently")
+			return pooled
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dsn := tc.dsn(t)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pressly/goose/v3"
-	"github.com/pressly/goose/v3/lock"
 
 	"follows/db/adopt"
 )
@@ -30,19 +28,22 @@ import (
 // database. Its files: this one, postgres_lists.go (the list and
 // suggestions statements), postgres_import.go (bulk import with COPY),
 // postgres_events.go (LISTEN/NOTIFY); adoption is db/adopt/postgres.go.
-type postgresDialect struct{}
+type postgresDialect struct {
+	// pooled is the DSN's default_query_exec_mode where it is one for a
+	// transaction-mode pooler (see postgresFor), else empty.
+	pooled string
+}
 
 var (
-	_ dialect        = (*postgresDialect)(nil)
-	_ rowLocker      = (*postgresDialect)(nil)
-	_ lockReleaser   = (*postgresDialect)(nil)
-	_ eventLocker    = (*postgresDialect)(nil)
-	_ eventListener  = (*postgresDialect)(nil)
-	_ sessionLocking = (*postgresDialect)(nil)
-	_ sqlSuggester   = (*postgresDialect)(nil)
-	_ bulkLoader     = (*postgresDialect)(nil)
-	_ bulkCopier     = (*postgresDialect)(nil)
-	_ adopter        = (*postgresDialect)(nil)
+	_ dialect       = (*postgresDialect)(nil)
+	_ rowLocker     = (*postgresDialect)(nil)
+	_ lockReleaser  = (*postgresDialect)(nil)
+	_ eventLocker   = (*postgresDialect)(nil)
+	_ eventListener = (*postgresDialect)(nil)
+	_ sqlSuggester  = (*postgresDialect)(nil)
+	_ bulkLoader    = (*postgresDialect)(nil)
+	_ bulkCopier    = (*postgresDialect)(nil)
+	_ adopter       = (*postgresDialect)(nil)
 )
 
 func (*postgresDialect) name() string                { return "postgres" }
@@ -75,12 +76,6 @@ func (*postgresDialect) exportTx() *sql.TxOptions {
 
 // postgresAdoptionOnce is PostgreSQL's adoption, made once.
 var postgresAdoptionOnce = sync.OnceValue(adopt.Postgres)
-
-func (*postgresDialect) sessionLocker() (lock.SessionLocker, error) {
-	// An advisory lock held by the migrating session: the other
-	// instances poll for it each second, for up to five minutes.
-	return lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
-}
 
 // rowLocks are row locks that queue for each other: FOR NO KEY UPDATE is
 // what the count trigger's UPDATE takes anyway, so taking it first costs
@@ -130,25 +125,6 @@ func (*postgresDialect) mutualCounts() string {
 }
 
 func (*postgresDialect) listUsers() [2]string { return listUsersLimit }
-
-// postgresDSN adds to a DSN the settings the server's sessions need,
-// unless it gives them itself; pgx sends a URL's unknown parameters as
-// settings. jit=off: PostgreSQL compiles a statement whose estimated cost
-// passes jit_above_cost, and it estimates a JSON batch at 100 rows, so the
-// suggestions statement was compiled on every run, and compiling was about
-// half its time (docs/decisions/postgres-tuning.md).
-func postgresDSN(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil {
-		return dsn // pgx says what is wrong with it
-	}
-	q := u.Query()
-	if !q.Has("jit") {
-		q.Set("jit", "off")
-	}
-	u.RawQuery = q.Encode()
-	return u.String()
-}
 
 // postgresIDSet selects the ids of a JSON array parameter (see idList).
 const postgresIDSet = `SELECT j.value::integer FROM jsonb_array_elements_text(?::jsonb) AS j`

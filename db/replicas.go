@@ -471,11 +471,3 @@ func (r runner) queryReplica(ctx context.Context, text string, args []any) (_ *s
 	set.primaryReads.Add(1)
 	return nil, false
 }
-
-// logger is WithLogger's logger, or slog's default.
-func (s *Store) logger() *slog.Logger {
-	if s.log != nil {
-		return s.log
-	}
-	return slog.Default()
-}

@@ -34,7 +34,9 @@ type opener func(t *testing.T) *Store
 // TestStore runs the store's behaviour tests against every dialect: SQLite
 // always, on a fresh file each; SQL Server when MSSQL_DSN names one (its
 // tables are emptied before each test); PostgreSQL when POSTGRES_DSN names
-// a server (a fresh database each). Without them it says it skipped.
+// a server (a fresh database each), and through PgBouncer in transaction
+// mode when PGBOUNCER_DSN names one in front of it. Without them it says
+// it skipped.
 func TestStore(t *testing.T) {
 	suite := map[string]func(*testing.T, opener){
 		"SampleGraph":                     testSampleGraph,
@@ -62,6 +64,7 @@ func TestStore(t *testing.T) {
 		{"sqlite", openTestStore},
 		{"sqlserver", openSQLServer},
 		{"postgres", openPostgres},
+		{"pgbouncer", openPgBouncer},
 	}
 	for _, d := range dialects {
 		t.Run(d.name, func(t *testing.T) {
@@ -70,6 +73,9 @@ func TestStore(t *testing.T) {
 			}
 			if d.name == "postgres" && !pgtest.Available() {
 				t.Skip(pgtest.SkipMessage("the PostgreSQL store suite"))
+			}
+			if d.name == "pgbouncer" && !pgtest.PgBouncerAvailable() {
+				t.Skip(pgtest.PgBouncerSkipMessage("the store suite through PgBouncer"))
 			}
 			for name, test := range suite {
 				t.Run(name, func(t *testing.T) {
@@ -112,6 +118,20 @@ func openPostgres(t *testing.T) *Store {
 	s, err := Open(context.Background(), pgtest.DSN(t, "the PostgreSQL store suite"))
 	if err != nil {
 		t.Fatalf("open PostgreSQL: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// openPgBouncer opens a store as openPostgres does, through the PgBouncer
+// PGBOUNCER_DSN names, listening for events on a direct connection as
+// -db-listen has the server do.
+func openPgBouncer(t *testing.T) *Store {
+	t.Helper()
+	pooled, direct := pgtest.PooledDSN(t, "the store suite through PgBouncer")
+	s, err := Open(context.Background(), pooled, WithListen(direct))
+	if err != nil {
+		t.Fatalf("open PostgreSQL through PgBouncer: %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return s

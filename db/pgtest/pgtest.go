@@ -78,3 +78,51 @@ func DSN(t testing.TB, what string) string {
 	u.Path = "/" + name
 	return u.String()
 }
+
+// PgBouncerEnv names a PgBouncer in transaction pooling mode in front of
+// Env's server, every database name passed through (a "*" entry in its
+// [databases]): a postgres:// URL whose host, port, user, password and
+// parameters the tests' DSNs through it take (CI's .ci/run sets it).
+const PgBouncerEnv = "PGBOUNCER_DSN"
+
+// PooledExecMode is the pgx default_query_exec_mode a DSN through
+// PgBouncer gets when PgBouncerEnv sets none: one without named prepared
+// statements, which PgBouncer 1.18 does not keep across transactions.
+const PooledExecMode = "simple_protocol"
+
+// PgBouncerAvailable reports whether PgBouncerEnv and Env both name one.
+func PgBouncerAvailable() bool { return Available() && os.Getenv(PgBouncerEnv) != "" }
+
+// PgBouncerSkipMessage is what a test without a PgBouncer says.
+func PgBouncerSkipMessage(what string) string {
+	return "SKIPPED: " + what + " needs " + PgBouncerEnv + " (e.g. postgres://follows:follows@127.0.0.1:6432/follows, a PgBouncer in transaction mode in front of " + Env + "'s server) and " + Env
+}
+
+// PooledDSN creates a database as DSN does, directly on Env's server, and
+// returns the DSN that reaches it through PgBouncerEnv's pooler (with
+// PooledExecMode unless PgBouncerEnv sets a mode) and the direct one,
+// for what needs a session (LISTEN). Without both variables the test is
+// skipped.
+func PooledDSN(t testing.TB, what string) (pooled, direct string) {
+	t.Helper()
+	bouncer := os.Getenv(PgBouncerEnv)
+	if bouncer == "" || !Available() {
+		t.Skip(PgBouncerSkipMessage(what))
+	}
+	direct = DSN(t, what)
+	d, err := url.Parse(direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := url.Parse(bouncer)
+	if err != nil || (p.Scheme != "postgres" && p.Scheme != "postgresql") {
+		t.Fatalf("%s must be a postgres:// URL: %q", PgBouncerEnv, bouncer)
+	}
+	p.Path = d.Path
+	q := p.Query()
+	if !q.Has("default_query_exec_mode") {
+		q.Set("default_query_exec_mode", PooledExecMode)
+	}
+	p.RawQuery = q.Encode()
+	return p.String(), direct
+}
