@@ -95,6 +95,64 @@ func (s *Store) BlocksExist(ctx context.Context, pairs []Pair) ([]bool, error) {
 	return blocks, nil
 }
 
+// BlockRelation is whether a viewer blocks a user and the user the viewer.
+type BlockRelation struct {
+	ViewerBlocks, BlocksViewer bool
+}
+
+// viewerBlocks reads the blocks between a viewer and the users of a list,
+// both ways, with the viewer's security stamp beside each: the caller
+// needs no statement of its own to check that the viewer's token still
+// holds. Without a block there is nothing to check, whoever asks.
+// idSet is the dialect's (see dialect.idSet).
+func viewerBlocks(idSet string) string {
+	return `SELECT b.BlockerId, b.BlockedId, v.SecurityStamp FROM Blocks AS b JOIN Users AS v ON v.Id = ?
+WHERE (b.BlockerId = v.Id AND b.BlockedId IN (` + idSet + `)) OR (b.BlockedId = v.Id AND b.BlockerId IN (` + idSet + `))`
+}
+
+// ViewerBlocks reports, for each of users, whether viewer blocks it and
+// it blocks viewer, in one statement for both ways. holds is told the
+// viewer's security stamp when there is a block to report, and answers
+// whether the viewer's credential still holds for it; when it does not,
+// no block is reported, as for a request without a viewer.
+func (s *Store) ViewerBlocks(ctx context.Context, viewer int64, users []int64, holds func(stamp string) bool) ([]BlockRelation, error) {
+	at := make(map[int64]int, len(users))
+	for i, id := range users {
+		at[id] = i
+	}
+	out := make([]BlockRelation, len(users))
+	list := idList(users)
+	ok := true
+	err := scanRows(ctx, s.read(), viewerBlocks(s.d.idSet()), func(r *rows) error {
+		var blocker, blocked int64
+		var stamp string
+		if err := r.Scan(&blocker, &blocked, &stamp); err != nil {
+			return err
+		}
+		if ok = ok && holds(stamp); !ok {
+			return nil
+		}
+		if blocker == viewer {
+			if i, found := at[blocked]; found {
+				out[i].ViewerBlocks = true
+			}
+		}
+		if blocked == viewer {
+			if i, found := at[blocker]; found {
+				out[i].BlocksViewer = true
+			}
+		}
+		return nil
+	}, viewer, list, list)
+	if err != nil {
+		return nil, fmt.Errorf("look up blocks of user %d: %w", viewer, err)
+	}
+	if !ok {
+		return make([]BlockRelation, len(users)), nil
+	}
+	return out, nil
+}
+
 const (
 	deactivateUser = `UPDATE Users SET DeactivatedAt = ? WHERE Id = ? AND DeactivatedAt IS NULL`
 	reactivateUser = `UPDATE Users SET DeactivatedAt = NULL WHERE Id = ? AND DeactivatedAt IS NOT NULL`

@@ -719,7 +719,11 @@ func (e *failedRow) Error() string { return fmt.Sprintf("row %d: %v", e.row+1, e
 func (e *failedRow) Unwrap() error { return e.err }
 
 // copySink gathers rows and writes copyBatch of them at a time with the
-// dialect's copyRows, in the bulk transaction.
+// dialect's copyRows, in the bulk transaction. A full batch is written
+// while the next one is gathered, so that the reading and checking of
+// rows, which is the import's own work, runs beside the database's
+// (docs/decisions/postgres-queries.md); nothing else uses the
+// transaction meanwhile, and flush waits for the last.
 type copySink struct {
 	ctx    context.Context
 	b      bulkRun
@@ -729,6 +733,9 @@ type copySink struct {
 	what   func([]any) string
 	rows   [][]any
 	pos    []Pos
+	// sent is the batch being written, if any: its outcome comes on
+	// the channel.
+	sent chan error
 }
 
 func (c *copySink) add(pos Pos, vals ...any) error {
@@ -737,20 +744,48 @@ func (c *copySink) add(pos Pos, vals ...any) error {
 	if len(c.rows) < copyBatch {
 		return nil
 	}
-	return c.flush()
+	return c.send()
+}
+
+// send waits for the batch being written and starts writing the rows
+// gathered.
+func (c *copySink) send() error {
+	if err := c.wait(); err != nil {
+		return err
+	}
+	rows, pos := c.rows, c.pos
+	c.rows, c.pos = make([][]any, 0, copyBatch), make([]Pos, 0, copyBatch)
+	c.sent = make(chan error, 1)
+	go func(done chan<- error) { done <- c.write(rows, pos) }(c.sent)
+	return nil
+}
+
+// wait returns the outcome of the batch being written, if any.
+func (c *copySink) wait() error {
+	if c.sent == nil {
+		return nil
+	}
+	err := <-c.sent
+	c.sent = nil
+	return err
+}
+
+func (c *copySink) write(rows [][]any, pos []Pos) error {
+	err := c.copier.copyRows(c.ctx, c.b, c.table, c.cols, rows)
+	var fr *failedRow
+	if errors.As(err, &fr) && fr.row < len(rows) && errors.Is(c.b.s.d.classify(err), errDuplicate) {
+		return ImportErrors{{pos[fr.row], c.what(rows[fr.row]) + " is there already"}}
+	}
+	return err
 }
 
 func (c *copySink) flush() error {
-	if len(c.rows) == 0 {
-		return nil
+	if len(c.rows) > 0 {
+		if err := c.send(); err != nil {
+			return err
+		}
 	}
-	err := c.copier.copyRows(c.ctx, c.b, c.table, c.cols, c.rows)
-	var fr *failedRow
-	if errors.As(err, &fr) && fr.row < len(c.rows) && errors.Is(c.b.s.d.classify(err), errDuplicate) {
-		return ImportErrors{{c.pos[fr.row], c.what(c.rows[fr.row]) + " is there already"}}
-	}
-	c.rows, c.pos = c.rows[:0], c.pos[:0]
-	return err
+	return c.wait()
 }
 
 // findDuplicate runs after a batch of rows failed: it inserts the batch

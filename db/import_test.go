@@ -276,6 +276,41 @@ func testImportNamesTheDuplicateRow(t *testing.T, s *Store) {
 	}
 }
 
+// A follow there already is named by its row in a later batch too, where
+// COPY writes a batch while the next is read (see copySink), and nothing
+// of the import stays.
+func TestImportNamesADuplicateInALaterBatch(t *testing.T) {
+	eachImportDialect(t, testImportNamesADuplicateInALaterBatch)
+}
+
+func testImportNamesADuplicateInALaterBatch(t *testing.T, s *Store) {
+	ctx := context.Background()
+	const n = 400
+	users := make([]UserRow, n)
+	for i := range users {
+		users[i] = UserRow{Pos: Pos{"u", i + 2}, ID: int64(i + 1), Name: fmt.Sprintf("u%d", i+1)}
+	}
+	var follows []FollowRow
+	for a := int64(1); a <= n && len(follows) < copyBatch+10_000; a++ {
+		for b := int64(1); b <= n; b++ {
+			if a != b {
+				follows = append(follows, FollowRow{Pos: Pos{"f", len(follows) + 2}, Follower: a, Followee: b})
+			}
+		}
+	}
+	line := len(follows) + 2
+	follows = append(follows, FollowRow{Pos: Pos{"f", line}, Follower: 1, Followee: 2})
+	_, err := s.Import(ctx, seqOf(users...), seqOf(follows...), 0, nil)
+	want := fmt.Sprintf("f line %d: follow 1 -> 2 is there already", line)
+	var ie ImportErrors
+	if !errors.As(err, &ie) || len(ie) != 1 || !strings.Contains(err.Error(), want) {
+		t.Fatalf("import of a follow twice, %d rows apart: %v, want %q", len(follows)-1, err, want)
+	}
+	if n, err := s.CountUsers(ctx); n != 0 || err != nil {
+		t.Errorf("%d users after a refused import (%v), want 0", n, err)
+	}
+}
+
 // An ExternalId given twice is refused, naming both rows, or the row and
 // the account that had it before the import; nothing of the import stays.
 func TestImportRefusesADuplicateExternalID(t *testing.T) {

@@ -225,8 +225,21 @@ func (s *Store) pages(ctx context.Context, kind listKind, qs []PageQuery) ([]Pag
 		var e Edge
 		var raw any
 		dest := append([]any{&k, &raw}, e.User.scanDest()...)
+		short := append([]any{&k, &raw}, e.User.scanListDest()...)
+		cols := 0
 		err := s.scanBatch(ctx, text, args,
 			func(rows *rows) error {
+				if cols == 0 {
+					// A dialect's statement reads userColumns or
+					// listUserColumns: its columns say which.
+					names, err := rows.Columns()
+					if err != nil {
+						return err
+					}
+					if cols = len(names); cols == len(short) {
+						dest = short
+					}
+				}
 				if err := rows.Scan(dest...); err != nil {
 					return err
 				}

@@ -43,6 +43,7 @@ var (
 	_ sqlSuggester  = (*postgresDialect)(nil)
 	_ bulkLoader    = (*postgresDialect)(nil)
 	_ bulkCopier    = (*postgresDialect)(nil)
+	_ countSetter   = (*postgresDialect)(nil)
 	_ adopter       = (*postgresDialect)(nil)
 )
 

@@ -27,7 +27,7 @@ FROM (SELECT (j.value ->> 0)::integer AS k, (j.value ->> 1)::integer AS UserId, 
              (j.value ->> 5)::timestamptz AS ToAt, (j.value ->> 6)::integer AS ToId
       FROM jsonb_array_elements(?::jsonb) AS j) AS q
 CROSS JOIN LATERAL (
-  SELECT {e}.CreatedAt, ` + userColumns + `
+  SELECT {e}.CreatedAt, ` + listUserColumns + `
   FROM {table} AS {e} JOIN ` + activeUser("u", "{e}.{other}") + `
   WHERE {e}.{owner} = q.UserId AND ({e}.CreatedAt, {e}.{other}) {from} (q.FromAt, q.FromId)
     AND ({e}.CreatedAt, {e}.{other}) {to} (q.ToAt, q.ToId){also}

@@ -2,10 +2,13 @@ package resolvers_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"follows/api/apitest"
+	"follows/auth"
 )
 
 // profile is what the block and deactivation test reads of a user.
@@ -296,5 +299,67 @@ func testMutesArePrivate(t *testing.T, on apitest.Database) {
 				t.Errorf("someone other than alice sees her settings for %s", e.Node.Name)
 			}
 		}
+	}
+}
+
+// A page of users asking whether the viewer blocks each and each the
+// viewer costs one statement for both fields, the check of the viewer's
+// token included: the lookup reads the viewer's stamp beside the blocks.
+// The answers stay each user's own, and a token whose account has a new
+// stamp sees no block, as an anonymous request would.
+func TestBlockFieldsCostOneStatementPerPage(t *testing.T) {
+	apitest.Each(t, testBlockFieldsCostOneStatementPerPage)
+}
+
+func testBlockFieldsCostOneStatementPerPage(t *testing.T, on apitest.Database) {
+	s := on.Start(t, steadyBatches)
+	accounts := followRing(s, 50, 1)
+	me := accounts[0]
+	block := `mutation($id: ID!) { block(input: {userId: $id}) { alreadyBlocked } }`
+	s.Data(me.Token, block, map[string]any{"id": accounts[7].ID}, &struct{}{})
+	s.Data(accounts[9].Token, block, map[string]any{"id": me.ID}, &struct{}{})
+
+	page := `{ users(first: 50) { nodes { name%s } } }`
+	base := s.Data(me.Token, fmt.Sprintf(page, ""), nil, &struct{}{}).Extensions.Debug.SQLQueries
+	var out struct {
+		Users struct {
+			Nodes []struct {
+				Name                       string
+				ViewerBlocks, BlocksViewer bool
+			}
+		}
+	}
+	r := s.Data(me.Token, fmt.Sprintf(page, " viewerBlocks blocksViewer"), nil, &out)
+	if got := r.Extensions.Debug.SQLQueries; got > base+1 {
+		t.Errorf("viewerBlocks and blocksViewer on 50 users: %d statements, %d without them; want at most one more", got, base)
+	}
+	if len(out.Users.Nodes) != 50 {
+		t.Fatalf("%d users, want 50", len(out.Users.Nodes))
+	}
+	for _, n := range out.Users.Nodes {
+		want := [2]bool{n.Name == "user07", n.Name == "user09"}
+		if got := [2]bool{n.ViewerBlocks, n.BlocksViewer}; got != want {
+			t.Errorf("%s: viewerBlocks, blocksViewer = %v, want %v", n.Name, got, want)
+		}
+	}
+
+	// One user's two fields are one key: one statement.
+	one := `query($id: ID) { user(id: $id) { name%s } }`
+	vars := map[string]any{"id": accounts[9].ID}
+	base = s.Data(me.Token, fmt.Sprintf(one, ""), vars, &struct{}{}).Extensions.Debug.SQLQueries
+	r = s.Data(me.Token, fmt.Sprintf(one, " viewerBlocks blocksViewer"), vars, &struct{}{})
+	if got := r.Extensions.Debug.SQLQueries; got > base+1 || string(r.Data) != `{"user":{"name":"user09","viewerBlocks":false,"blocksViewer":true}}` {
+		t.Errorf("one user's block fields: %s in %d statements, %d without them; want blocksViewer only, at most one more", r.Data, got, base)
+	}
+
+	// A token for the viewer's id with another stamp sees no block.
+	tokens, err := auth.NewTokens([]byte(apitest.Secret), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := tokens.Mint(mustID(t, me.ID), "0123456789abcdef0123456789abcdef")
+	r = s.Do(stale, fmt.Sprintf(one, " viewerBlocks blocksViewer"), vars)
+	if string(r.Data) != `{"user":{"name":"user09","viewerBlocks":false,"blocksViewer":false}}` || len(r.Errors) > 0 {
+		t.Errorf("block fields with a stale token = %s %+v, want false and false", r.Data, r.Errors)
 	}
 }

@@ -2,10 +2,12 @@ package resolvers
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 	"time"
 
+	"follows/auth"
 	"follows/db"
 
 	"github.com/vikstrous/dataloadgen"
@@ -17,9 +19,11 @@ import (
 // each kind of lookup, not one per user. They live for one request, so
 // nothing is cached across requests.
 type loaders struct {
-	users        *dataloadgen.Loader[int64, *db.User]
-	follows      *dataloadgen.Loader[db.Pair, db.FollowState]
-	blocks       *dataloadgen.Loader[db.Pair, bool]
+	users   *dataloadgen.Loader[int64, *db.User]
+	follows *dataloadgen.Loader[db.Pair, db.FollowState]
+	// blocks answers, by user, whether the viewer blocks it and it the
+	// viewer: both fields of a user are one key (see viewerBlocks).
+	blocks       *dataloadgen.Loader[int64, db.BlockRelation]
 	mutualCounts *dataloadgen.Loader[int64, int]
 	// pages holds the loader of each list field that has one, by its row's
 	// index in listFields; list.pages reads it.
@@ -49,7 +53,7 @@ func newLoaders(s *db.Store, wait time.Duration, onBatch func(string, int)) *loa
 	l := &loaders{
 		users:        dataloadgen.NewLoader(batched("users", onBatch, s.UsersByID), w),
 		follows:      dataloadgen.NewLoader(batched("follows", onBatch, s.Follows), w),
-		blocks:       dataloadgen.NewLoader(batched("blocks", onBatch, s.BlocksExist), w),
+		blocks:       dataloadgen.NewLoader(batched("blocks", onBatch, viewerBlocks(s)), w),
 		mutualCounts: dataloadgen.NewLoader(batched("mutualCounts", onBatch, s.MutualCounts), w),
 		pages:        make([]any, len(listFields)),
 	}
@@ -62,6 +66,25 @@ func newLoaders(s *db.Store, wait time.Duration, onBatch func(string, int)) *loa
 		}
 	}
 	return l
+}
+
+// viewerBlocks looks up the block relations between the request's viewer
+// and users: one statement, which reads the viewer's stamp beside the
+// blocks, so that checking the viewer's token costs no statement of its
+// own (the fields answer false without a viewer, as they would with no
+// block). A page of users asking viewerBlocks and blocksViewer costs one
+// statement together.
+func viewerBlocks(s *db.Store) func(ctx context.Context, users []int64) ([]db.BlockRelation, error) {
+	return func(ctx context.Context, users []int64) ([]db.BlockRelation, error) {
+		claim, why := auth.Viewer(ctx)
+		if why != nil {
+			if errors.Is(why, auth.ErrAccountLookup) {
+				return nil, why
+			}
+			return make([]db.BlockRelation, len(users)), nil
+		}
+		return s.ViewerBlocks(ctx, claim.UserID, users, func(stamp string) bool { return claim.Holds(claim.UserID, stamp) })
+	}
 }
 
 // requestLoaders holds one request's loaders. A mutation swaps in fresh

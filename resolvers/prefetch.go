@@ -32,36 +32,32 @@ func (r *Resolver) startSteps(ctx context.Context, steps []prefetchStep, ids []i
 		return
 	}
 	l := r.loadersFor(ctx)
-	// The viewer's relations need the viewer, checked (see me): its
+	// The viewer's follows need the viewer, checked (see me): its
 	// lookup then waits for the users loader's batch, once a request.
+	// The blocks loader checks the viewer's token itself.
 	var viewer int64
 	var ok bool
 	for _, st := range steps {
-		if st.list == nil {
+		if st.field == "viewerFollows" || st.field == "followsViewer" {
 			viewer, ok, _ = r.viewerID(ctx)
 			break
 		}
 	}
 	for _, st := range steps {
 		for _, id := range ids {
-			if st.list != nil {
+			switch {
+			case st.list != nil:
 				q := st.page
 				q.User = id
 				st.list.start(ctx, l, q)
-				continue
-			}
-			if !ok {
-				continue
-			}
-			switch st.field {
-			case "viewerFollows":
+			case st.field == "viewerBlocks" || st.field == "blocksViewer":
+				// Both fields, one key.
+				l.blocks.LoadThunk(ctx, id)
+			case !ok:
+			case st.field == "viewerFollows":
 				l.follows.LoadThunk(ctx, db.Pair{Follower: viewer, Followee: id})
-			case "followsViewer":
+			case st.field == "followsViewer":
 				l.follows.LoadThunk(ctx, db.Pair{Follower: id, Followee: viewer})
-			case "viewerBlocks":
-				l.blocks.LoadThunk(ctx, db.Pair{Follower: viewer, Followee: id})
-			case "blocksViewer":
-				l.blocks.LoadThunk(ctx, db.Pair{Follower: id, Followee: viewer})
 			}
 		}
 	}

@@ -2,7 +2,9 @@ package resolvers
 
 import (
 	"context"
+	"errors"
 
+	"follows/auth"
 	"follows/db"
 	"follows/graph/model"
 )
@@ -44,17 +46,25 @@ func (r *Resolver) follows(ctx context.Context, user int64, viewerFirst bool) (b
 	return st.Exists, nil
 }
 
-// blocks is follows for blocks.
+// blocks tells whether the viewer blocks the user (viewerFirst) or the
+// user the viewer; false when there is no viewer or its token no longer
+// holds. Both come from one key of the blocks loader, which checks the
+// token itself (see viewerBlocks).
 func (r *Resolver) blocks(ctx context.Context, user int64, viewerFirst bool) (bool, error) {
-	p, ok, err := r.viewerPair(ctx, user, viewerFirst)
-	if !ok || err != nil {
-		return false, err
+	if _, why := auth.Viewer(ctx); why != nil {
+		if errors.Is(why, auth.ErrAccountLookup) {
+			return false, storeError(ctx, why)
+		}
+		return false, nil
 	}
-	b, err := r.loadersFor(ctx).blocks.Load(ctx, p)
+	rel, err := r.loadersFor(ctx).blocks.Load(ctx, user)
 	if err != nil {
 		return false, storeError(ctx, err)
 	}
-	return b, nil
+	if viewerFirst {
+		return rel.ViewerBlocks, nil
+	}
+	return rel.BlocksViewer, nil
 }
 
 // followSettings returns the settings of an edge's follow when the viewer
