@@ -322,7 +322,7 @@ func prepareWorkload(url, dbPath string, n int) (*workload, error) {
 		// Only the viewer may read its suggestions.
 		{"Q4 suggestions (typical)", `{ viewer { suggestions(first: 10) { user { name } via } } }`,
 			func(_ int, rng *rand.Rand) (map[string]any, string) { return nil, tokenOf(pick(rng)) }},
-		{"Q4m suggestions (3,000 viewers)", `{ viewer { suggestions(first: 10) { user { name } via } } }`,
+		{"Q4m suggestions (3000 viewers)", `{ viewer { suggestions(first: 10) { user { name } via } } }`,
 			func(int, *rand.Rand) (map[string]any, string) {
 				return nil, tokenOf(viewers[int(turn.Add(1))%len(viewers)])
 			}},
