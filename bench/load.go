@@ -153,12 +153,19 @@ func importGraph(stdout io.Writer, bin, dir, graph, server string, n int) (strin
 		drop()
 		return "", nil, fmt.Errorf("import: %v\n%s", err, out)
 	}
-	fmt.Fprintf(stdout, "import: %s (%.1fs wall)\n\n", lastLine(out), time.Since(start).Seconds())
+	fmt.Fprintf(stdout, "import: %s (%.1fs wall)\n\n", importSummary(out), time.Since(start).Seconds())
 	return dbPath, drop, nil
 }
 
-func lastLine(b []byte) string {
+// importSummary is import's line that counts what it imported, or its
+// last line.
+func importSummary(b []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for _, l := range lines {
+		if strings.HasPrefix(l, "imported ") {
+			return l
+		}
+	}
 	return lines[len(lines)-1]
 }
 
