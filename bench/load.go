@@ -472,6 +472,10 @@ type result struct {
 // server's resident memory as it goes.
 func drive(url string, q query, c int, d time.Duration, pid int) result {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: c * 2, MaxConnsPerHost: c * 2}}
+	// Each run's connections closed at its end: left idle, they added up
+	// over the queries to the server's limit of connections per client
+	// address, and later queries were refused with TOO_MANY_CONNECTIONS.
+	defer client.CloseIdleConnections()
 	deadline := time.Now().Add(d)
 	var mu sync.Mutex
 	var lat []time.Duration
