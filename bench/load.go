@@ -50,6 +50,8 @@ func runLoad(args []string, stdout io.Writer) error {
 	server := fs.String("db", "", "a postgres:// URL whose role may create databases: run on a new PostgreSQL database there, "+benchDatabase+", rather than on a SQLite file")
 	graph := fs.String("graph", "", "a folder where bench gen already wrote this -size's users.csv and follows.csv: import those rather than generate them")
 	imported := fs.String("imported", "", "a SQLite file or postgres:// URL that already holds this -size's graph: serve it as it is, with no generation or import (W1 writes to it)")
+	replica := fs.String("replica", "", "a postgres:// URL of a streaming standby of -imported: the server reads from it too (-db-replica)")
+	serverBin := fs.String("server", "", "a server binary to run rather than one built from this folder")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -66,9 +68,12 @@ func runLoad(args []string, stdout io.Writer) error {
 		*dir = d
 	}
 
-	bin := filepath.Join(*dir, "follows")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		return fmt.Errorf("build server: %v\n%s", err, out)
+	bin := *serverBin
+	if bin == "" {
+		bin = filepath.Join(*dir, "follows")
+		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+			return fmt.Errorf("build server: %v\n%s", err, out)
+		}
 	}
 	dbPath := *imported
 	if dbPath == "" {
@@ -82,7 +87,11 @@ func runLoad(args []string, stdout io.Writer) error {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	srv, url, err := startServer(ctx, bin, dbPath)
+	var extra []string
+	if *replica != "" {
+		extra = []string{"-db-replica", *replica}
+	}
+	srv, url, err := startServer(ctx, bin, dbPath, extra...)
 	if err != nil {
 		return err
 	}
