@@ -34,11 +34,12 @@ const (
 // it is refS, as it always was, so small and large stay the graphs they
 // were. Past refN the same exponent would spread the weight over more
 // accounts and the most popular one would draw a smaller share of each
-// user's follows (about 21% of users at a million rather than 30%), so
-// the exponent is raised until the sum of the weights, and with it the
-// top account's share of every draw, is what it is at refN: the top
-// account then has the same share of followers at every size, and the
-// rest of the curve keeps the power law.
+// user's follows (followed by about 21% of a million users rather than
+// 30%), so the exponent is raised until the sum of the weights, and with
+// it the top account's share of every draw, is what it is at refN: the
+// top account then has the same share of followers at every size, and
+// the rest of the curve keeps the power law
+// (docs/decisions/ten-times-larger.md).
 func exponentFor(n, refN int, refS float64) float64 {
 	if n <= refN {
 		return refS

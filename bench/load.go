@@ -120,13 +120,13 @@ func runLoad(args []string, stdout io.Writer) error {
 	for _, q := range selected {
 		drive(url, q, 8, 500*time.Millisecond, srv.Process.Pid)
 	}
-	fmt.Fprintf(stdout, "| query | conc | req/s | p50 ms | p99 ms | errors | SQL/req | server RSS MB |\n")
-	fmt.Fprintf(stdout, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	fmt.Fprintf(stdout, "| query | conc | req/s | p50 ms | p99 ms | errors | SQL/req | server RSS MB | server CPU ms/req |\n")
+	fmt.Fprintf(stdout, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, q := range selected {
 		for _, c := range levels {
 			r := drive(url, q, c, *duration, srv.Process.Pid)
-			fmt.Fprintf(stdout, "| %s | %d | %.0f | %.2f | %.2f | %d | %.1f | %.0f |\n",
-				q.name, c, r.rps, r.p50, r.p99, r.errors, r.sqlPerReq, r.rssMB)
+			fmt.Fprintf(stdout, "| %s | %d | %.0f | %.2f | %.2f | %d | %.1f | %.0f | %.2f |\n",
+				q.name, c, r.rps, r.p50, r.p99, r.errors, r.sqlPerReq, r.rssMB, r.cpuMS)
 		}
 	}
 	return nil
@@ -473,8 +473,8 @@ func usersPages(url string, n int) ([]any, error) {
 }
 
 type result struct {
-	rps, p50, p99, sqlPerReq, rssMB float64
-	errors                          int
+	rps, p50, p99, sqlPerReq, rssMB, cpuMS float64
+	errors                                 int
 }
 
 // drive runs a query from c clients for d and measures it, sampling the
@@ -505,6 +505,7 @@ func drive(url string, q query, c int, d time.Duration, pid int) result {
 		}
 	}()
 	var wg sync.WaitGroup
+	cpu0 := cpuTicks(pid)
 	begin := time.Now()
 	for i := range c {
 		wg.Go(func() {
@@ -533,6 +534,7 @@ func drive(url string, q query, c int, d time.Duration, pid int) result {
 	}
 	wg.Wait()
 	elapsed := time.Since(begin)
+	cpu := cpuTicks(pid) - cpu0
 	close(stop)
 	slices.Sort(lat)
 	pct := func(p float64) float64 {
@@ -552,7 +554,29 @@ func drive(url string, q query, c int, d time.Duration, pid int) result {
 		errors:    int(errs),
 		sqlPerReq: float64(sqlTotal) / float64(max(reqs-errs, 1)),
 		rssMB:     float64(maxRSS.Load()) / 1024,
+		cpuMS:     float64(cpu) * 1000 / clockTicks / float64(max(reqs, 1)),
 	}
+}
+
+// clockTicks is Linux's USER_HZ, the unit of /proc/PID/stat's times.
+const clockTicks = 100
+
+// cpuTicks reads the user and system CPU time a process has used, in
+// clock ticks: on a machine shared with other work, the server's CPU per
+// request is steadier than its latency.
+func cpuTicks(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command's name, which may hold spaces.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return utime + stime
 }
 
 // rssKB reads a process's resident set size from /proc.
