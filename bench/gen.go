@@ -17,19 +17,61 @@ import (
 	"follows/graphcsv"
 )
 
-// graphSizes are the named sizes of generated graph.
-var graphSizes = map[string]int{"small": 10_000, "large": 100_000}
+// graphSizes are the named sizes of generated graph. xlarge is large ten
+// times over, the same shape (see popularityExponent).
+var graphSizes = map[string]int{"small": 10_000, "large": 100_000, "xlarge": 1_000_000}
 
-// popularityExponent shapes the power law: the account of rank k is
-// chosen with weight k^-s. With s = 0.74 and the out-degrees below, the
-// most popular account is followed by about 30% of users.
-const popularityExponent = 0.74
+// The power law: the account of rank k is chosen with weight k^-s. With
+// s = 0.74 and the out-degrees below, the most popular account of the
+// large graph (referenceUsers) is followed by about 30% of users.
+const (
+	popularityExponent = 0.74
+	referenceUsers     = 100_000
+)
+
+// exponentFor returns the power law's exponent for a graph of n users
+// that has the shape of one of refN users with exponent refS. Up to refN
+// it is refS, as it always was, so small and large stay the graphs they
+// were. Past refN the same exponent would spread the weight over more
+// accounts and the most popular one would draw a smaller share of each
+// user's follows (followed by about 21% of a million users rather than
+// 30%), so the exponent is raised until the sum of the weights, and with
+// it the top account's share of every draw, is what it is at refN: the
+// top account then has the same share of followers at every size, and
+// the rest of the curve keeps the power law
+// (docs/decisions/ten-times-larger.md).
+func exponentFor(n, refN int, refS float64) float64 {
+	if n <= refN {
+		return refS
+	}
+	target := harmonic(refN, refS)
+	lo, hi := refS, 2.0
+	for range 40 {
+		mid := (lo + hi) / 2
+		if harmonic(n, mid) > target {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return (lo + hi) / 2
+}
+
+// harmonic is the generalised harmonic number: the sum of k^-s for k in
+// 1..n, the total weight of n accounts.
+func harmonic(n int, s float64) float64 {
+	h := 0.0
+	for k := n; k >= 1; k-- { // smallest terms first, for precision
+		h += math.Pow(float64(k), -s)
+	}
+	return h
+}
 
 // runGen writes users.csv and follows.csv for a deterministic skewed graph:
 // power-law popularity and lognormal out-degree (median 20).
 func runGen(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("bench gen", flag.ContinueOnError)
-	size := fs.String("size", "small", "small (10k users) or large (100k users, about 3M follows)")
+	size := fs.String("size", "small", "small (10k users), large (100k users, about 3M follows) or xlarge (1M users, about 30M follows)")
 	users := fs.Int("users", 0, "number of users, instead of -size")
 	out := fs.String("out", ".", "folder for users.csv and follows.csv")
 	seed := fs.Uint64("seed", 1, "seed: the same seed gives the same graph")
@@ -56,7 +98,14 @@ type genStats struct {
 	follows, topID, topFollowers, medianOut int
 }
 
+// generate writes a graph of n users of the large graph's shape.
 func generate(n int, seed uint64, dir string) (genStats, error) {
+	return generateWith(n, exponentFor(n, referenceUsers, popularityExponent), seed, dir)
+}
+
+// generateWith writes a graph of n users whose popularity follows the
+// power law of the given exponent.
+func generateWith(n int, exponent float64, seed uint64, dir string) (genStats, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return genStats{}, err
 	}
@@ -66,7 +115,7 @@ func generate(n int, seed uint64, dir string) (genStats, error) {
 	cum := make([]float64, n)
 	total := 0.0
 	for i := range n {
-		total += math.Pow(float64(i+1), -popularityExponent)
+		total += math.Pow(float64(i+1), -exponent)
 		cum[i] = total
 	}
 

@@ -42,14 +42,22 @@ const benchSecret = "bench secret, as long as the server asks"
 // creates on that server (and drops at the end).
 func runLoad(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("bench load", flag.ContinueOnError)
-	size := fs.String("size", "large", "graph size: small or large")
+	size := fs.String("size", "large", "graph size: small, large or xlarge")
 	dir := fs.String("dir", "", "working folder for the graph and database (default: a temporary one)")
 	duration := fs.Duration("duration", 5*time.Second, "how long each query runs at each concurrency")
 	concs := fs.String("c", "8,32", "concurrency levels")
 	only := fs.String("only", "", "comma-separated query names to run (default all)")
 	server := fs.String("db", "", "a postgres:// URL whose role may create databases: run on a new PostgreSQL database there, "+benchDatabase+", rather than on a SQLite file")
+	graph := fs.String("graph", "", "a folder where bench gen already wrote this -size's users.csv and follows.csv: import those rather than generate them")
+	imported := fs.String("imported", "", "a SQLite file or postgres:// URL that already holds this -size's graph: serve it as it is, with no generation or import (W1 writes to it)")
+	replica := fs.String("replica", "", "a postgres:// URL of a streaming standby of -imported: the server reads from it too (-db-replica)")
+	serverBin := fs.String("server", "", "a server binary to run rather than one built from this folder")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	n := graphSizes[*size]
+	if n == 0 {
+		return fmt.Errorf("unknown -size %q", *size)
 	}
 	if *dir == "" {
 		d, err := os.MkdirTemp("", "follows-bench")
@@ -60,49 +68,36 @@ func runLoad(args []string, stdout io.Writer) error {
 		*dir = d
 	}
 
-	bin := filepath.Join(*dir, "follows")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		return fmt.Errorf("build server: %v\n%s", err, out)
+	bin := *serverBin
+	if bin == "" {
+		bin = filepath.Join(*dir, "follows")
+		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+			return fmt.Errorf("build server: %v\n%s", err, out)
+		}
 	}
-	n := graphSizes[*size]
-	if n == 0 {
-		return fmt.Errorf("unknown -size %q", *size)
-	}
-	gst, err := generate(n, 1, *dir)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "graph: %d users, %d follows, most followed has %d followers\n\n", n, gst.follows, gst.topFollowers)
-
-	dbPath := filepath.Join(*dir, "bench.db")
-	for _, suffix := range []string{"", "-wal", "-shm"} {
-		os.Remove(dbPath + suffix)
-	}
-	if *server != "" {
-		drop, dsn, err := newPostgresDatabase(*server)
-		if err != nil {
+	dbPath := *imported
+	if dbPath == "" {
+		var drop func()
+		var err error
+		if dbPath, drop, err = importGraph(stdout, bin, *dir, *graph, *server, n); err != nil {
 			return err
 		}
 		defer drop()
-		dbPath = dsn
 	}
-	start := time.Now()
-	imp := exec.Command(bin, "import", "-db", dbPath, "-users", filepath.Join(*dir, "users.csv"), "-follows", filepath.Join(*dir, "follows.csv"))
-	out, err := imp.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("import: %v\n%s", err, out)
-	}
-	fmt.Fprintf(stdout, "import: %s (%.1fs wall)\n\n", lastLine(out), time.Since(start).Seconds())
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	srv, url, err := startServer(ctx, bin, dbPath)
+	var extra []string
+	if *replica != "" {
+		extra = []string{"-db-replica", *replica}
+	}
+	srv, url, err := startServer(ctx, bin, dbPath, extra...)
 	if err != nil {
 		return err
 	}
 	defer func() { srv.Process.Kill(); srv.Wait() }()
 
-	w, err := prepareWorkload(url, dbPath)
+	w, err := prepareWorkload(url, dbPath, n)
 	if err != nil {
 		return err
 	}
@@ -114,28 +109,72 @@ func runLoad(args []string, stdout io.Writer) error {
 		}
 		levels = append(levels, v)
 	}
+	var selected []query
+	for _, q := range w.queries {
+		if *only == "" || slices.Contains(strings.Split(*only, ","), q.name) {
+			selected = append(selected, q)
+		}
+	}
 	// Warm the server's caches and prepared statements with every query
 	// first, so that the first row measured is not the cold one.
-	for _, q := range w.queries {
+	for _, q := range selected {
 		drive(url, q, 8, 500*time.Millisecond, srv.Process.Pid)
 	}
-	fmt.Fprintf(stdout, "| query | conc | req/s | p50 ms | p99 ms | errors | SQL/req | server RSS MB |\n")
-	fmt.Fprintf(stdout, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
-	for _, q := range w.queries {
-		if *only != "" && !slices.Contains(strings.Split(*only, ","), q.name) {
-			continue
-		}
+	fmt.Fprintf(stdout, "| query | conc | req/s | p50 ms | p99 ms | errors | SQL/req | server RSS MB | server CPU ms/req |\n")
+	fmt.Fprintf(stdout, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, q := range selected {
 		for _, c := range levels {
 			r := drive(url, q, c, *duration, srv.Process.Pid)
-			fmt.Fprintf(stdout, "| %s | %d | %.0f | %.2f | %.2f | %d | %.1f | %.0f |\n",
-				q.name, c, r.rps, r.p50, r.p99, r.errors, r.sqlPerReq, r.rssMB)
+			fmt.Fprintf(stdout, "| %s | %d | %.0f | %.2f | %.2f | %d | %.1f | %.0f | %.2f |\n",
+				q.name, c, r.rps, r.p50, r.p99, r.errors, r.sqlPerReq, r.rssMB, r.cpuMS)
 		}
 	}
 	return nil
 }
 
-func lastLine(b []byte) string {
+// importGraph imports a graph of n users into a new database, a SQLite
+// file in dir or, with server, a PostgreSQL database there, and returns
+// the database and what drops it. The graph is graph's CSV files, or
+// generated into dir when graph is empty.
+func importGraph(stdout io.Writer, bin, dir, graph, server string, n int) (string, func(), error) {
+	if graph == "" {
+		gst, err := generate(n, 1, dir)
+		if err != nil {
+			return "", nil, err
+		}
+		fmt.Fprintf(stdout, "graph: %d users, %d follows, most followed has %d followers\n\n", n, gst.follows, gst.topFollowers)
+		graph = dir
+	}
+	dbPath, drop := filepath.Join(dir, "bench.db"), func() {}
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		os.Remove(dbPath + suffix)
+	}
+	if server != "" {
+		var err error
+		if drop, dbPath, err = newPostgresDatabase(server); err != nil {
+			return "", nil, err
+		}
+	}
+	start := time.Now()
+	imp := exec.Command(bin, "import", "-db", dbPath, "-users", filepath.Join(graph, "users.csv"), "-follows", filepath.Join(graph, "follows.csv"))
+	out, err := imp.CombinedOutput()
+	if err != nil {
+		drop()
+		return "", nil, fmt.Errorf("import: %v\n%s", err, out)
+	}
+	fmt.Fprintf(stdout, "import: %s (%.1fs wall)\n\n", importSummary(out), time.Since(start).Seconds())
+	return dbPath, drop, nil
+}
+
+// importSummary is import's line that counts what it imported, or its
+// last line.
+func importSummary(b []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for _, l := range lines {
+		if strings.HasPrefix(l, "imported ") {
+			return l
+		}
+	}
 	return lines[len(lines)-1]
 }
 
@@ -217,7 +256,12 @@ func openRaw(dsn string) (*sql.DB, error) {
 	return sql.Open("sqlite", dsn+"?mode=ro")
 }
 
-func prepareWorkload(url, dbPath string) (*workload, error) {
+// manyViewers is how many different viewers Q4m asks suggestions for, one
+// after another, as the side-by-side harness's q4m_suggestions_many does:
+// more viewers than any cache of one viewer's lists holds.
+const manyViewers = 3000
+
+func prepareWorkload(url, dbPath string, n int) (*workload, error) {
 	raw, err := openRaw(dbPath)
 	if err != nil {
 		return nil, err
@@ -251,12 +295,19 @@ func prepareWorkload(url, dbPath string) (*workload, error) {
 	}
 	var maxID int64
 	raw.QueryRow(`SELECT MAX("Id") FROM "Users"`).Scan(&maxID)
-
-	// 25,000 deep on the large graph; most of the way down on a small one.
-	deep, err := cursorAt(url, top, min(25_000, topFollowers*8/10/100*100))
+	viewers, err := spreadViewers(raw, maxID, stamps)
 	if err != nil {
 		return nil, err
 	}
+
+	// A quarter of the users deep: 25,000 on the large graph, 250,000 on
+	// xlarge; most of the way down on a small one.
+	depth := min(n/4, topFollowers*8/10/100*100)
+	deep, err := cursorAt(url, top, depth)
+	if err != nil {
+		return nil, err
+	}
+	var turn atomic.Int64
 	usersCursors, err := usersPages(url, 20)
 	if err != nil {
 		return nil, err
@@ -281,12 +332,16 @@ func prepareWorkload(url, dbPath string) (*workload, error) {
 		{"Q3 first page (most followed)", followersAfter, func(int, *rand.Rand) (map[string]any, string) {
 			return map[string]any{"id": strconv.FormatInt(top, 10), "after": nil}, ""
 		}},
-		{"Q3 page 25,000 deep (most followed)", followersAfter, func(int, *rand.Rand) (map[string]any, string) {
+		{"Q3 page n/4 deep (most followed)", followersAfter, func(int, *rand.Rand) (map[string]any, string) {
 			return map[string]any{"id": strconv.FormatInt(top, 10), "after": deep}, ""
 		}},
 		// Only the viewer may read its suggestions.
 		{"Q4 suggestions (typical)", `{ viewer { suggestions(first: 10) { user { name } via } } }`,
 			func(_ int, rng *rand.Rand) (map[string]any, string) { return nil, tokenOf(pick(rng)) }},
+		{"Q4m suggestions (3000 viewers)", `{ viewer { suggestions(first: 10) { user { name } via } } }`,
+			func(int, *rand.Rand) (map[string]any, string) {
+				return nil, tokenOf(viewers[int(turn.Add(1))%len(viewers)])
+			}},
 		{"Q5 mutualFollows(20) (typical)", `query($id: ID) { user(id: $id) { mutualFollows(first: 20) { nodes { name } totalCount } } }`,
 			func(_ int, rng *rand.Rand) (map[string]any, string) { return idVars(pick(rng)), "" }},
 		{"W1 follow/unfollow", `mutation($id: ID!, $f: Boolean!) {
@@ -304,6 +359,31 @@ func prepareWorkload(url, dbPath string) (*workload, error) {
 			}},
 	}}
 	return w, nil
+}
+
+// spreadViewers picks manyViewers users spread evenly over the ids (ids
+// are given in an order unrelated to popularity, so they are a fair
+// sample) and adds their stamps to stamps.
+func spreadViewers(raw *sql.DB, maxID int64, stamps map[int64]string) ([]int64, error) {
+	step := max(maxID/manyViewers, 1)
+	rows, err := raw.Query(`SELECT "Id", "SecurityStamp" FROM "Users" ORDER BY "Id"`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var viewers []int64
+	for rows.Next() && len(viewers) < manyViewers {
+		var id int64
+		var stamp string
+		if err := rows.Scan(&id, &stamp); err != nil {
+			return nil, err
+		}
+		if id%step == 0 {
+			viewers = append(viewers, id)
+			stamps[id] = stamp
+		}
+	}
+	return viewers, rows.Err()
 }
 
 // gql posts one request and returns its decoded body.
@@ -393,14 +473,18 @@ func usersPages(url string, n int) ([]any, error) {
 }
 
 type result struct {
-	rps, p50, p99, sqlPerReq, rssMB float64
-	errors                          int
+	rps, p50, p99, sqlPerReq, rssMB, cpuMS float64
+	errors                                 int
 }
 
 // drive runs a query from c clients for d and measures it, sampling the
 // server's resident memory as it goes.
 func drive(url string, q query, c int, d time.Duration, pid int) result {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: c * 2, MaxConnsPerHost: c * 2}}
+	// Each run's connections closed at its end: left idle, they added up
+	// over the queries to the server's limit of connections per client
+	// address, and later queries were refused with TOO_MANY_CONNECTIONS.
+	defer client.CloseIdleConnections()
 	deadline := time.Now().Add(d)
 	var mu sync.Mutex
 	var lat []time.Duration
@@ -421,6 +505,7 @@ func drive(url string, q query, c int, d time.Duration, pid int) result {
 		}
 	}()
 	var wg sync.WaitGroup
+	cpu0 := cpuTicks(pid)
 	begin := time.Now()
 	for i := range c {
 		wg.Go(func() {
@@ -449,6 +534,7 @@ func drive(url string, q query, c int, d time.Duration, pid int) result {
 	}
 	wg.Wait()
 	elapsed := time.Since(begin)
+	cpu := cpuTicks(pid) - cpu0
 	close(stop)
 	slices.Sort(lat)
 	pct := func(p float64) float64 {
@@ -468,7 +554,29 @@ func drive(url string, q query, c int, d time.Duration, pid int) result {
 		errors:    int(errs),
 		sqlPerReq: float64(sqlTotal) / float64(max(reqs-errs, 1)),
 		rssMB:     float64(maxRSS.Load()) / 1024,
+		cpuMS:     float64(cpu) * 1000 / clockTicks / float64(max(reqs, 1)),
 	}
+}
+
+// clockTicks is Linux's USER_HZ, the unit of /proc/PID/stat's times.
+const clockTicks = 100
+
+// cpuTicks reads the user and system CPU time a process has used, in
+// clock ticks: on a machine shared with other work, the server's CPU per
+// request is steadier than its latency.
+func cpuTicks(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command's name, which may hold spaces.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return utime + stime
 }
 
 // rssKB reads a process's resident set size from /proc.
