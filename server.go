@@ -138,7 +138,7 @@ func (s *server) serve(ctx context.Context, log *slog.Logger) error {
 	}
 	// The metrics come first: the store reports its statements to them.
 	m := api.NewMetrics(s.metricsOperations)
-	store, err := db.Open(ctx, s.dsn, db.WithStatementHook(m.Statement), db.WithEvents(s.events), db.WithLogger(log), db.WithSuggestionCache(s.suggestionCache))
+	store, err := db.Open(ctx, s.dsn, db.WithStatementHook(m.Statement), db.WithEvents(s.events))
 	if err != nil {
 		return err
 	}

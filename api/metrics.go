@@ -3,7 +3,6 @@ package api
 import (
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -20,7 +19,6 @@ type Metrics struct {
 	statements prometheus.Histogram
 	batches    *prometheus.HistogramVec
 	errors     *prometheus.CounterVec
-	lists      *listCounts
 
 	// ops are the operation labels taken so far, each a name mapped to
 	// the copy of it the labels keep.
@@ -80,9 +78,6 @@ func NewMetrics(operations string) *Metrics {
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "follows_graphql_errors_total", Help: "Errors sent to clients, by extensions.code.",
 		}, []string{"code"}),
-		lists: &listCounts{desc: prometheus.NewDesc("follows_suggestion_lists_total",
-			"Lists of a user's newest follows that suggestions needed, by result: hit, held in memory at its version; miss, read from the database. Absent where the store keeps none.",
-			[]string{"result"}, nil)},
 		ops: map[string]string{},
 	}
 	if ops := list(operations); len(ops) > 0 {
@@ -92,7 +87,7 @@ func NewMetrics(operations string) *Metrics {
 			m.named[op] = op
 		}
 	}
-	m.registry.MustRegister(m.requests, m.latency, m.statements, m.batches, m.errors, m.lists,
+	m.registry.MustRegister(m.requests, m.latency, m.statements, m.batches, m.errors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -161,37 +156,3 @@ func (m *Metrics) Batch(loader string, keys int) {
 }
 
 func (m *Metrics) error(code string) { m.errors.WithLabelValues(code).Inc() }
-
-// SuggestionLists is what a store tells of the lists suggestions keep in
-// memory (db.Store): how many were found held and how many were read
-// since it opened, and whether it keeps any.
-type SuggestionLists interface {
-	SuggestionListCounts() (hits, misses uint64, on bool)
-}
-
-// WatchSuggestionLists has /metrics report the store's suggestion list
-// hits and misses, read from it at each scrape: the store counts, and
-// the metrics, made before it, learn of it here (NewHandler calls this).
-func (m *Metrics) WatchSuggestionLists(src SuggestionLists) { m.lists.src.Store(&src) }
-
-// listCounts collects follows_suggestion_lists_total from the store's
-// own counters.
-type listCounts struct {
-	desc *prometheus.Desc
-	src  atomic.Pointer[SuggestionLists]
-}
-
-func (c *listCounts) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-
-func (c *listCounts) Collect(ch chan<- prometheus.Metric) {
-	src := c.src.Load()
-	if src == nil {
-		return
-	}
-	hits, misses, on := (*src).SuggestionListCounts()
-	if !on {
-		return
-	}
-	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(hits), "hit")
-	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(misses), "miss")
-}

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -108,12 +107,8 @@ type Store struct {
 	// PostgreSQL listener connects with it too.
 	connStr string
 	feed    feed
-	// lists are the users' newest follows that suggestions read, by
-	// version (see followLists); nil where none are kept (see
-	// startFollowLists).
-	lists    *followLists
-	listsOff bool         // WithSuggestionCache(false)
-	log      *slog.Logger // WithLogger
+	// suggestionBudget, if positive, replaces SuggestionBudget (tests).
+	suggestionBudget int
 }
 
 // Option sets up a Store as Open makes it.
@@ -182,9 +177,6 @@ func open(ctx context.Context, d dialect, dsn, connStr string, opts []Option) (_
 		}
 	}
 	if err := s.migrate(ctx); err != nil {
-		return nil, err
-	}
-	if err := s.startFollowLists(ctx); err != nil {
 		return nil, err
 	}
 	// Prepared now, while no transaction holds a connection: a

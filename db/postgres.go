@@ -39,7 +39,7 @@ var (
 	_ eventLocker    = (*postgresDialect)(nil)
 	_ eventListener  = (*postgresDialect)(nil)
 	_ sessionLocking = (*postgresDialect)(nil)
-	_ sqlSuggester   = (*postgresDialect)(nil)
+	_ listSuggester  = (*postgresDialect)(nil)
 	_ bulkLoader     = (*postgresDialect)(nil)
 	_ bulkCopier     = (*postgresDialect)(nil)
 	_ adopter        = (*postgresDialect)(nil)
