@@ -78,10 +78,3 @@ public class FollowEvent
     public int FolloweeId { get; set; }
     public DateTime At { get; set; }
 }
-
-// A user's follow version (SQLite only; see FollowsContext).
-public class FollowVersion
-{
-    public int UserId { get; set; }
-    public long Version { get; set; }
-}
