@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
+	"unicode"
 
 	"follows/api"
 	"follows/auth"
@@ -72,11 +74,17 @@ type server struct {
 	logFormat         string
 	metricsOperations string // see api.NewMetrics
 	suggestionCache   bool   // deprecated: no effect
+	replicas          replicaDSNs
+	replicaMaxLag     time.Duration // see db.WithReplicas
 
 	api    api.Config // the handler's, its streams' (api.StreamConfig) included
 	conns  api.ServerConfig
 	oidc   auth.OIDCConfig // off without an issuer
 	events db.EventsConfig
+	// trusted are the manifests of -trusted-documents; playgroundGiven
+	// says -no-playground was set, which -trusted-only's default yields to.
+	trusted         []string
+	playgroundGiven bool
 }
 
 func (s *server) flags(fs *flagSet) {
@@ -96,6 +104,38 @@ func (s *server) flags(fs *flagSet) {
 	connectionFlags(fs, &s.api, &s.conns)
 	oidcFlags(fs, &s.oidc)
 	streamFlags(fs, &s.events, &s.api.Streams, &s.api.Caps)
+	trustedFlags(fs, s)
+	s.replicaMaxLag = db.DefaultReplicaMaxLag
+	fs.Var(&s.replicas, "db-replica", "`DSN` of a PostgreSQL streaming standby of -db that may answer queries (docs/replicas.md); repeat the flag for more, or separate them with commas or spaces (in FOLLOWS_DB_REPLICA too; write a comma inside a DSN as %2C). Mutations, subscriptions and each viewer's reads until a replica has its last write go to -db")
+	fs.DurationVar(&s.replicaMaxLag, "replica-max-lag", s.replicaMaxLag, "how far behind -db a replica may be and still answer queries; one further behind, down or failing is skipped until it catches up")
+}
+
+// replicaDSNs are the -db-replica flags given, in order: each may hold
+// several, separated by commas or spaces, as one variable holds them all.
+// It refuses nothing, so that no error repeats a DSN's password; the
+// store says which replica, by its place, is not a postgres:// URL.
+type replicaDSNs []string
+
+func (r *replicaDSNs) String() string {
+	if r == nil {
+		return ""
+	}
+	return strings.Join(*r, ",")
+}
+
+func (r *replicaDSNs) Get() any { return r.String() }
+
+func (r *replicaDSNs) Set(v string) error {
+	*r = append(*r, strings.FieldsFunc(v, func(c rune) bool { return c == ',' || unicode.IsSpace(c) })...)
+	return nil
+}
+
+// trustedFlags bind the trusted documents (docs/trusted-documents.md).
+func trustedFlags(fs *flagSet, s *server) {
+	fs.Var(pathList{&s.trusted}, "trusted-documents", "`file` of trusted documents, the persisted-query manifest of relay-compiler, Apollo or GraphQL Code Generator, served by their ids; repeat the flag, or separate files with commas, for more. Reloaded on SIGHUP")
+	fs.BoolVar(&s.api.TrustedOnly, "trusted-only", s.api.TrustedOnly, "run only the -trusted-documents: any other document is refused (TRUSTED_DOCUMENT_REQUIRED, PERSISTED_QUERY_NOT_FOUND), introspection with it unless a trusted document holds it, and GraphiQL is off unless -no-playground=false is given")
+	f := fs.Lookup("no-playground")
+	f.Value = givenBool{f.Value, &s.playgroundGiven}
 }
 
 // limitFlags bind what one request may ask and be answered.
@@ -185,6 +225,12 @@ func (s *server) check() error {
 	}
 	if caps := c.Caps; conns.MaxClientConns < 0 || caps.MaxStreams < 0 || caps.MaxClientStreams < 0 || caps.MaxClientSubscriptions < 0 || caps.MaxViewerSubscriptions < 0 {
 		return errors.New("-max-client-conns, -max-streams, -max-client-streams, -max-client-subscriptions and -max-viewer-subscriptions cannot be negative")
+	}
+	if s.replicaMaxLag <= 0 {
+		return errors.New("-replica-max-lag must be positive")
+	}
+	if c.TrustedOnly && len(s.trusted) == 0 {
+		return errors.New("-trusted-only needs -trusted-documents: the manifests of the documents to run")
 	}
 	if conns.MaxConns > 0 && c.Caps.MaxStreams >= conns.MaxConns {
 		return fmt.Errorf("-max-streams %d is not below -max-conns %d: streams could take every connection and leave requests waiting", c.Caps.MaxStreams, conns.MaxConns)

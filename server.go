@@ -138,7 +138,7 @@ func (s *server) serve(ctx context.Context, log *slog.Logger) error {
 	}
 	// The metrics come first: the store reports its statements to them.
 	m := api.NewMetrics(s.metricsOperations)
-	store, err := db.Open(ctx, s.dsn, db.WithStatementHook(m.Statement), db.WithEvents(s.events))
+	store, err := db.Open(ctx, s.dsn, db.WithStatementHook(m.Statement), db.WithEvents(s.events), db.WithLogger(log), db.WithReplicas(s.replicas, s.replicaMaxLag))
 	if err != nil {
 		return err
 	}
@@ -161,6 +161,11 @@ func (s *server) serve(ctx context.Context, log *slog.Logger) error {
 			return err
 		}
 	}
+	stopReload, err := s.openTrusted(log, m)
+	if err != nil {
+		return err
+	}
+	defer stopReload()
 	h := api.NewHandler(store, tokens, s.api, log, m)
 
 	ln, err := net.Listen("tcp", s.addr)

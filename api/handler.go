@@ -11,6 +11,7 @@ import (
 	"net/http/pprof"
 	"time"
 
+	"follows/api/trusted"
 	"follows/auth"
 	"follows/db"
 	"follows/graph"
@@ -61,6 +62,11 @@ type Config struct {
 	// Caps are each client's and viewer's share of streams and
 	// subscriptions (see clientcaps.go).
 	Caps ClientCaps
+
+	// Trusted, if set, are the documents served by their ids
+	// (documentids.go); with TrustedOnly, no other document runs.
+	Trusted     *trusted.Documents
+	TrustedOnly bool
 }
 
 // defaultBatchWait is how long a loader waits for more keys. Lists gather
@@ -99,12 +105,14 @@ func DefaultConfig() Config {
 // db.WithStatementHook(m.Statement) so that they count its statements.
 func NewHandler(store *db.Store, tokens *auth.Tokens, cfg Config, log *slog.Logger, m *Metrics) http.Handler {
 	res := &resolvers.Resolver{Store: store, Tokens: tokens, Cursors: tokens, BatchWait: cfg.BatchWait, OnBatch: m.Batch, Log: log}
+	m.WatchReplicas(store)
 
-	guard := guardRequest(cfg.MaxBody, cfg.RequestTimeout, m)
+	ids := cfg.documentIDs(m)
+	guard := guardRequest(cfg.MaxBody, cfg.RequestTimeout, m, ids)
 	client := clientAddress(cfg.ClientIPHeader)
 	mux := http.NewServeMux()
 	caps := newClientCaps(cfg.Caps)
-	gql := newGraphQL(res, cfg, caps, log, m)
+	gql := newGraphQL(res, cfg, caps, log, m, ids)
 	// A GraphQL request passes these in order, the first outermost, and
 	// so do server-sent events, which are known to be a stream only once
 	// their body is read (guardRequest); a websocket those after it.
@@ -153,7 +161,7 @@ const (
 
 // newGraphQL is gqlgen's server for the schema, with its transports,
 // caches, limits and the extension that records each response.
-func newGraphQL(res *resolvers.Resolver, cfg Config, caps *clientCaps, log *slog.Logger, m *Metrics) *handler.Server {
+func newGraphQL(res *resolvers.Resolver, cfg Config, caps *clientCaps, log *slog.Logger, m *Metrics, ids *documentIDs) *handler.Server {
 	gql := handler.New(graph.NewExecutableSchema(graph.Config{Schema: graph.Schema(), Resolvers: res, Complexity: resolvers.Complexity()}))
 	gql.AddTransport(socketTransport{websocketTransport(res, cfg.Streams, cfg.CORSOrigins, log)})
 	gql.AddTransport(transport.Options{})
@@ -169,12 +177,18 @@ func newGraphQL(res *resolvers.Resolver, cfg Config, caps *clientCaps, log *slog
 	if !cfg.NoIntrospection {
 		use(gql, extension.Introspection{})
 	}
+	if ids != nil {
+		use(gql, trustedExtension{ids}) // before the persisted queries, which would take its ids
+	}
 	use(gql, extension.AutomaticPersistedQuery{Cache: persisted})
 	use(gql, &complexityLimit{Max: cfg.MaxComplexity})
 	use(gql, Limits{MaxDepth: cfg.MaxDepth, MaxAliases: cfg.MaxAliases, MaxOperations: cfg.MaxOperations})
 	// First of the operations' interceptors: a websocket's operation is
 	// checked and given its loaders and deadline before anything counts it.
 	use(gql, socketRules{res: res, timeout: cfg.RequestTimeout})
+	if res.Store.Replicas() > 0 {
+		use(gql, replicaReads{}) // where each operation's reads go
+	}
 	use(gql, newRateLimits(cfg.SignupRate, cfg.MutationRate))
 	use(gql, subscriptionLimit{Max: cfg.Streams.MaxSubscriptions, caps: caps})
 	// After the other limits: it checks the document once the persisted

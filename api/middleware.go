@@ -38,8 +38,10 @@ func chain(h http.Handler, mw ...func(http.Handler) http.Handler) http.Handler {
 // of server-sent events (streamChoice) has read its body by that
 // deadline, and has none after, and a subscription whose client accepts
 // no stream is refused (406). It settles the answer's media type by the
-// client's Accept header, for gqlgen's transports to follow.
-func guardRequest(maxBody int64, timeout time.Duration, m *Metrics) func(http.Handler) http.Handler {
+// client's Accept header, for gqlgen's transports to follow. ids, if not
+// nil, put the text of a trusted document sent by its id in its place, or
+// refuse a document not trusted (documentIDs).
+func guardRequest(maxBody int64, timeout time.Duration, m *Metrics, ids *documentIDs) func(http.Handler) http.Handler {
 	refuse := func(w http.ResponseWriter, status int, format string, args ...any) {
 		m.error(CodeBadRequest)
 		requestError(w, status, CodeBadRequest, format, args...)
@@ -67,6 +69,10 @@ func guardRequest(maxBody int64, timeout time.Duration, m *Metrics) func(http.Ha
 			if r.Method == http.MethodGet {
 				if msg := getShape(r.URL.RawQuery); msg != "" {
 					refuse(w, http.StatusBadRequest, "%s", msg)
+					return
+				}
+				var ok bool
+				if r, _, ok = ids.request(w, r, nil); !ok {
 					return
 				}
 			}
@@ -104,6 +110,10 @@ func guardRequest(maxBody int64, timeout time.Duration, m *Metrics) func(http.Ha
 				}
 				if msg := postShape(body); msg != "" {
 					refuse(w, http.StatusBadRequest, "%s", msg)
+					return
+				}
+				var ok bool
+				if r, body, ok = ids.request(w, r, body); !ok {
 					return
 				}
 				r.Body = io.NopCloser(bytes.NewReader(body))

@@ -55,8 +55,14 @@ func (a answer) code() string {
 // operate runs query on ws as operation id and returns its answer, or the
 // error that ended the connection before it completed.
 func operate(ws *apitest.Socket, id, query string, vars map[string]any) (answer, error) {
+	return operatePayload(ws, id, apitest.Body(query, vars))
+}
+
+// operatePayload is operate with the subscribe message's payload as it is
+// given.
+func operatePayload(ws *apitest.Socket, id string, payload []byte) (answer, error) {
 	var a answer
-	if err := ws.Send(apitest.Message{ID: id, Type: "subscribe", Payload: apitest.Body(query, vars)}); err != nil {
+	if err := ws.Send(apitest.Message{ID: id, Type: "subscribe", Payload: payload}); err != nil {
 		return a, err
 	}
 	for {

@@ -46,7 +46,11 @@ func (x responseStats) InterceptResponse(ctx context.Context, next graphql.Respo
 	if accepted(ctx) {
 		label = op
 	}
-	x.metrics.operation(label, time.Since(start))
+	if doc := trustedDocument(ctx); doc != nil && accepted(ctx) {
+		x.metrics.trustedOperation(doc.Name, time.Since(start))
+	} else {
+		x.metrics.operation(label, time.Since(start))
+	}
 	for _, e := range resp.Errors {
 		code, _ := e.Extensions["code"].(string)
 		x.metrics.error(code)

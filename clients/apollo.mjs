@@ -2,11 +2,16 @@
 // that the README shows, against the server whose /graphql URL is the
 // first argument. The second is JSON: the user whose followers it pages
 // (forward, and backward in a cache of its own), their names newest first,
-// and a user (with a token) who follows and unfollows that user. Prints
-// one line per check; exits 1 at the first that fails.
+// and a user (with a token) who follows and unfollows that user. A third,
+// "persisted", sends each operation by its hash alone, as Apollo's
+// persisted-query link does for a server with trusted documents, and
+// checks that no request carried a document's text. Prints one line per
+// check; exits 1 at the first that fails.
 import assert from "node:assert/strict";
 import { check } from "./check.mjs";
+import { createHash } from "node:crypto";
 import { ApolloClient, HttpLink, gql } from "@apollo/client/core/index.js";
+import { createPersistedQueryLink } from "@apollo/client/link/persisted-queries/index.js";
 import { loadDevMessages, loadErrorMessages } from "@apollo/client/dev/index.js";
 import { makeCache, FOLLOWERS, FOLLOW, UNFOLLOW, updateAfterFollow, updateAfterUnfollow } from "./apollo/follows.mjs";
 
@@ -16,18 +21,25 @@ loadErrorMessages();
 const url = process.argv[2];
 const { starId, followers, fan } = JSON.parse(process.argv[3]);
 
+const persisted = process.argv[4] === "persisted";
+
 let requests = 0;
-const newClient = () => new ApolloClient({
-  link: new HttpLink({
-    uri: url,
-    headers: { authorization: `Bearer ${fan.token}` },
-    fetch: (...args) => {
-      requests++;
-      return fetch(...args);
-    },
-  }),
-  cache: makeCache(),
+const texts = []; // operations sent with their text
+const http = new HttpLink({
+  uri: url,
+  headers: { authorization: `Bearer ${fan.token}` },
+  fetch: (url, init) => {
+    requests++;
+    const body = JSON.parse(init.body);
+    if (body.query) texts.push(body.operationName);
+    return fetch(url, init);
+  },
 });
+// The hash is the SHA-256 of the document as Apollo Client prints it,
+// which is the id @apollo/generate-persisted-query-manifest writes.
+const sha256 = (text) => createHash("sha256").update(text).digest("hex");
+const link = persisted ? createPersistedQueryLink({ sha256 }).concat(http) : http;
+const newClient = () => new ApolloClient({ link, cache: makeCache() });
 const client = newClient();
 
 const cachedIn = (client) => client.readQuery({ query: FOLLOWERS, variables: { id: starId } }).user;
@@ -98,3 +110,9 @@ check("node and nodes round-trip ids", () => {
   assert.equal(data.nodes[0].name, fan.name);
   assert.equal(data.nodes[1], null);
 });
+
+if (persisted) {
+  check("every operation went by its hash alone", () => {
+    assert.deepEqual(texts, []);
+  });
+}

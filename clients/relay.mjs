@@ -27,13 +27,21 @@ const artifact = (name) => createRequire(import.meta.url)(`./generated/relay/${n
 const paginationQuery = artifact("UserFollowersPaginationQuery");
 const fragment = artifact("UserFollowers_user");
 
+// "persisted" as the third argument: the artifacts were compiled with
+// persistConfig, and every operation must go by its id.
+const persisted = process.argv[4] === "persisted";
+
 let requests = 0;
+const texts = []; // operations sent with their text
+// Relay's persisted queries: an artifact compiled with persistConfig has
+// an id and no text, and its operation goes by the id as doc_id.
 async function fetchFn(params, variables) {
   requests++;
+  if (params.text) texts.push(params.name);
   const resp = await fetch(url, {
     method: "POST",
     headers: { "Content-Type": "application/json", Authorization: `Bearer ${fan.token}` },
-    body: JSON.stringify({ query: params.text, variables }),
+    body: JSON.stringify(params.id ? { doc_id: params.id, variables } : { query: params.text, variables }),
   });
   return resp.json();
 }
@@ -113,3 +121,9 @@ await mutate("UserFollowersDeleteAccountMutation", { userId: fan.id });
 check("@deleteRecord removes the deleted user from the store", () => {
   assert.equal(environment.getStore().getSource().get(fan.id), null);
 });
+
+if (persisted) {
+  check("every operation went by its doc_id alone", () => {
+    assert.deepEqual(texts, []);
+  });
+}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -107,12 +108,25 @@ type Store struct {
 	// PostgreSQL listener connects with it too.
 	connStr string
 	feed    feed
+	log     *slog.Logger // WithLogger
+	// replicas answer the reads a request allows (see replicas.go); nil
+	// without any.
+	replicas      *replicaSet
+	replicaDSNs   []string      // WithReplicas
+	replicaMaxLag time.Duration // WithReplicas
 	// suggestionBudget, if positive, replaces SuggestionBudget (tests).
 	suggestionBudget int
 }
 
 // Option sets up a Store as Open makes it.
 type Option func(*Store)
+
+// WithLogger has the store log what it decides at Open that an operator
+// should know (which replicas it reads from, and why not) to log rather
+// than slog.Default.
+func WithLogger(log *slog.Logger) Option {
+	return func(s *Store) { s.log = log }
+}
 
 // WithStatementHook has the store tell fn how long each statement took
 // (for metrics).
@@ -139,6 +153,9 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 }
 
 func open(ctx context.Context, d dialect, dsn, connStr string, opts []Option) (_ *Store, err error) {
+	if err := replicasFor(d, opts); err != nil {
+		return nil, err // before anything touches the database
+	}
 	if f, ok := d.(fileDatabase); ok {
 		if err := f.createFile(dsn); err != nil {
 			return nil, err
@@ -179,6 +196,14 @@ func open(ctx context.Context, d dialect, dsn, connStr string, opts []Option) (_
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.openReplicas(ctx); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.replicas.close()
+		}
+	}()
 	// Prepared now, while no transaction holds a connection: a
 	// transaction uses only statements prepared before it began.
 	for _, text := range s.writeStatements() {
@@ -202,6 +227,9 @@ func (s *Store) writeStatements() []string {
 	if l, ok := s.d.(eventListener); ok {
 		texts = append(texts, l.notifyEvent())
 	}
+	if len(s.replicaDSNs) > 0 {
+		texts = append(texts, markWriting)
+	}
 	return texts
 }
 
@@ -209,6 +237,7 @@ func (s *Store) writeStatements() []string {
 // the connection pool.
 func (s *Store) Close() error {
 	s.stopFeed()
+	s.replicas.close()
 	s.stmts.Range(func(_, v any) bool {
 		v.(*sql.Stmt).Close()
 		return true
@@ -330,6 +359,11 @@ func (s *Store) stmt(ctx context.Context, text string) (*sql.Stmt, error) {
 type runner struct {
 	s  *Store
 	tx *sql.Tx
+	// primary keeps a read on the primary whatever its request allows.
+	primary bool
+	// writes, in a transaction, are the users it writes for (see
+	// replicas.go); nil without replicas.
+	writes *writes
 }
 
 // prepared returns the statement's prepared form, or nil inside a
@@ -373,6 +407,11 @@ func (r *rows) Close() error {
 func (r runner) query(ctx context.Context, text string, args ...any) (*rows, error) {
 	start := time.Now()
 	args = r.args(args)
+	if r.tx == nil && r.s.replicas != nil {
+		if res, ok := r.queryReplica(ctx, text, args); ok {
+			return &rows{Rows: res, done: func() { r.s.record(ctx, start) }}, nil
+		}
+	}
 	st, err := r.prepared(ctx, text)
 	var res *sql.Rows
 	if err == nil && st == nil {
@@ -437,10 +476,14 @@ func (s *Store) read() runner { return runner{s: s} }
 func (s *Store) inTx(ctx context.Context, fn func(r runner) error) error {
 	for attempt := 1; ; attempt++ {
 		tx, err := s.db.BeginTx(ctx, nil)
+		w := s.newWrites(ctx)
 		if err != nil {
 			err = s.d.classify(err)
 		} else {
-			err = s.runTx(tx, fn)
+			err = s.runTx(ctx, tx, w, fn)
+		}
+		if err == nil {
+			s.recordWrites(ctx, w)
 		}
 		if attempt < maxTxAttempts && errors.Is(err, errRetry) && ctx.Err() == nil {
 			continue
@@ -455,10 +498,14 @@ func (s *Store) inTx(ctx context.Context, fn func(r runner) error) error {
 // write lock, would stay held until its context ended, which for a
 // background context is never. How it ended tells the store's health
 // whether the storage took the write.
-func (s *Store) runTx(tx *sql.Tx, fn func(r runner) error) (err error) {
+func (s *Store) runTx(ctx context.Context, tx *sql.Tx, w *writes, fn func(r runner) error) (err error) {
 	defer tx.Rollback()
 	defer func() { s.health.wrote(err) }()
-	if err := fn(runner{s: s, tx: tx}); err != nil {
+	r := runner{s: s, tx: tx, writes: w}
+	if err := w.begin(ctx, r); err != nil {
+		return s.d.classify(err)
+	}
+	if err := fn(r); err != nil {
 		return s.d.classify(err)
 	}
 	if err := tx.Commit(); err != nil {

@@ -40,5 +40,10 @@ func (s *Store) insertUser(ctx context.Context, r runner, name, stamp string) (i
 			return 0, fmt.Errorf("%w: the last id given is %d (%v)", ErrIDsExhausted, last, err)
 		}
 	}
+	if err == nil {
+		// The new user's first requests, a token's on another instance
+		// among them, must find it: they read where its row is.
+		err = r.wrote(ctx, id)
+	}
 	return id, err
 }

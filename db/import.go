@@ -567,7 +567,7 @@ func (s *Store) bulkTx(ctx context.Context, bulk bulkLoader, fn func(b bulkRun) 
 	if err != nil {
 		return s.d.classify(err)
 	}
-	err = s.runTx(tx, func(r runner) error {
+	err = s.runTx(ctx, tx, nil, func(r runner) error {
 		return fn(bulkRun{runner: r, conn: conn, newFile: nf})
 	})
 	if err == nil && nf != nil && nf.afterCommit != nil {

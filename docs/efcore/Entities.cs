@@ -78,3 +78,11 @@ public class FollowEvent
     public int FolloweeId { get; set; }
     public DateTime At { get; set; }
 }
+
+// Where a user's last write through the server stands in the primary's
+// WAL (PostgreSQL only; see FollowsContext).
+public class ViewerWrite
+{
+    public int UserId { get; set; }
+    public long Lsn { get; set; }
+}

@@ -160,7 +160,7 @@ public class FollowsContext(DbContextOptions<FollowsContext> options) : DbContex
                     t.HasTrigger("TR_Follows_CreatedAt_Form");
                     // Migrations 9 and 10 made TR_Follows_Insert_Version,
                     // TR_Follows_Delete_Version, TR_Follows_Update_Version
-                    // and their table (PK_FollowVersions); migration 12
+                    // and their table (PK_FollowVersions); migration 13
                     // dropped them all: not in the model.
                     t.UseSqlReturningClause(false);
                 }
@@ -229,5 +229,19 @@ public class FollowsContext(DbContextOptions<FollowsContext> options) : DbContex
                 e.Property(x => x.Id).UseIdentityAlwaysColumn();
             e.HasIndex(x => x.At).HasDatabaseName("IX_FollowEvents_At");
         });
+
+        // PostgreSQL only (migration 12): where each user's last write
+        // through the server stands in the primary's WAL, which the
+        // server's instances compare with a read replica's replay
+        // position so that a user reads its own writes (docs/replicas.md).
+        // Written only by the server, and only when it is given replicas;
+        // in the model so that the app's migrations leave it alone.
+        if (npgsql)
+            b.Entity<ViewerWrite>(e =>
+            {
+                e.ToTable("ViewerWrites");
+                e.HasKey(x => x.UserId).HasName("PK_ViewerWrites");
+                e.Property(x => x.UserId).ValueGeneratedNever();
+            });
     }
 }
