@@ -71,10 +71,10 @@ type server struct {
 	checkCounts       bool // deprecated: the check-counts subcommand
 	logFormat         string
 	metricsOperations string // see api.NewMetrics
-	suggestionCache   bool   // see db.WithSuggestionCache
+	suggestionCache   bool   // deprecated: no effect
 	replicas          []string
 	replicaMaxLag     time.Duration // see db.WithReplicas
-	dbListen          string // see db.WithListen
+	dbListen          string        // see db.WithListen
 
 	api    api.Config // the handler's, its streams' (api.StreamConfig) included
 	conns  api.ServerConfig
@@ -98,7 +98,7 @@ func (s *server) flags(fs *flagSet) {
 	fs.BoolVar(&s.api.Debug, "debug", s.api.Debug, "add extensions.debug (SQL statement count and time) to every response, and /debug/pprof; for development only")
 	fs.Var(flagenv.Choice{Value: &s.logFormat, Of: []string{"text", "json"}}, "log-format", "`format` the server writes its log in (log/slog): text or json")
 	fs.StringVar(&s.metricsOperations, "metrics-operations", s.metricsOperations, "comma-separated operation names /metrics labels, every other counted as other; none: the first 200 names of accepted operations")
-	fs.BoolVar(&s.suggestionCache, "suggestion-cache", s.suggestionCache, "keep users' newest follows in memory for suggestions (SQLite); off, every suggestion reads its lists from the database. The cache is also off, with a warning at start, when its triggers on Follows are missing or changed")
+	fs.BoolVar(&s.suggestionCache, "suggestion-cache", s.suggestionCache, "deprecated: no effect; suggestions keep no lists in memory since they count within a budget (accepted so that configurations which set it still start)")
 	fs.BoolVar(&s.api.TraceViewerID, "trace-viewer-id", s.api.TraceViewerID, "add the id of the user a request's token claims to its operation span (enduser.id), when traces are on (OTEL_EXPORTER_OTLP_ENDPOINT: docs/tracing.md); off, traces name no user")
 	fs.StringVar(&s.dbListen, "db-listen", s.dbListen, "PostgreSQL: `DSN` the server LISTENs on for other instances' follow events, reaching PostgreSQL directly where -db goes through a transaction-mode pooler such as PgBouncer (docs/pgbouncer.md); default -db's, and none, polling the outbox every -events-poll, where -db's default_query_exec_mode is one for a pooler")
 	limitFlags(fs, &s.api)

@@ -148,7 +148,7 @@ func (s *server) serve(ctx context.Context, log *slog.Logger) error {
 	defer shutdown()
 	// The metrics come first: the store reports its statements to them.
 	m := api.NewMetrics(s.metricsOperations)
-	store, err := db.Open(ctx, s.dsn, db.WithStatementHook(m.Statement), db.WithEvents(s.events), db.WithLogger(log), db.WithSuggestionCache(s.suggestionCache), db.WithReplicas(s.replicas, s.replicaMaxLag), db.WithListen(s.dbListen))
+	store, err := db.Open(ctx, s.dsn, db.WithStatementHook(m.Statement), db.WithEvents(s.events), db.WithLogger(log), db.WithReplicas(s.replicas, s.replicaMaxLag), db.WithListen(s.dbListen))
 	if err != nil {
 		return err
 	}

@@ -111,7 +111,6 @@ func DefaultConfig() Config {
 // db.WithStatementHook(m.Statement) so that they count its statements.
 func NewHandler(store *db.Store, tokens *auth.Tokens, cfg Config, log *slog.Logger, m *Metrics) http.Handler {
 	res := &resolvers.Resolver{Store: store, Tokens: tokens, Cursors: tokens, BatchWait: cfg.BatchWait, OnBatch: m.Batch, Log: log}
-	m.WatchSuggestionLists(store)
 	m.WatchReplicas(store)
 
 	ids := cfg.documentIDs(m)

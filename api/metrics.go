@@ -3,7 +3,6 @@ package api
 import (
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -20,7 +19,6 @@ type Metrics struct {
 	statements prometheus.Histogram
 	batches    *prometheus.HistogramVec
 	errors     *prometheus.CounterVec
-	lists      *listCounts
 	reloads    *prometheus.CounterVec
 
 	// ops are the operation labels taken so far, each a name mapped to
@@ -81,9 +79,6 @@ func NewMetrics(operations string) *Metrics {
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "follows_graphql_errors_total", Help: "Errors sent to clients, by extensions.code.",
 		}, []string{"code"}),
-		lists: &listCounts{desc: prometheus.NewDesc("follows_suggestion_lists_total",
-			"Lists of a user's newest follows that suggestions needed, by result: hit, held in memory at its version; miss, read from the database. Absent where the store keeps none.",
-			[]string{"result"}, nil)},
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "follows_trusted_documents_reloads_total", Help: "Reloads of the trusted documents on SIGHUP, by result: ok, or error when a manifest did not load and the documents in force stayed.",
 		}, []string{"result"}),
@@ -96,7 +91,7 @@ func NewMetrics(operations string) *Metrics {
 			m.named[op] = op
 		}
 	}
-	m.registry.MustRegister(m.requests, m.latency, m.statements, m.batches, m.errors, m.lists, m.reloads,
+	m.registry.MustRegister(m.requests, m.latency, m.statements, m.batches, m.errors, m.reloads,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -188,38 +183,4 @@ func (m *Metrics) TrustedReload(err error) {
 		result = "error"
 	}
 	m.reloads.WithLabelValues(result).Inc()
-}
-
-// SuggestionLists is what a store tells of the lists suggestions keep in
-// memory (db.Store): how many were found held and how many were read
-// since it opened, and whether it keeps any.
-type SuggestionLists interface {
-	SuggestionListCounts() (hits, misses uint64, on bool)
-}
-
-// WatchSuggestionLists has /metrics report the store's suggestion list
-// hits and misses, read from it at each scrape: the store counts, and
-// the metrics, made before it, learn of it here (NewHandler calls this).
-func (m *Metrics) WatchSuggestionLists(src SuggestionLists) { m.lists.src.Store(&src) }
-
-// listCounts collects follows_suggestion_lists_total from the store's
-// own counters.
-type listCounts struct {
-	desc *prometheus.Desc
-	src  atomic.Pointer[SuggestionLists]
-}
-
-func (c *listCounts) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-
-func (c *listCounts) Collect(ch chan<- prometheus.Metric) {
-	src := c.src.Load()
-	if src == nil {
-		return
-	}
-	hits, misses, on := (*src).SuggestionListCounts()
-	if !on {
-		return
-	}
-	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(hits), "hit")
-	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(misses), "miss")
 }

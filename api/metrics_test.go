@@ -94,46 +94,6 @@ func TestPersistedQueries(t *testing.T) {
 	}
 }
 
-// /metrics counts the lists suggestions needed: read from the database
-// the first time (misses), held the second (hits).
-func TestSuggestionListMetrics(t *testing.T) {
-	t.Parallel()
-	s := apitest.Start(t)
-	alice := s.Sample()["alice"] // follows bob and carol, whose lists suggestions read
-	counts := func() (hits, misses string) {
-		r := s.Raw("GET", "/metrics", "", nil, nil)
-		for line := range strings.SplitSeq(string(r.Body), "\n") {
-			if v, ok := strings.CutPrefix(line, `follows_suggestion_lists_total{result="hit"} `); ok {
-				hits = v
-			}
-			if v, ok := strings.CutPrefix(line, `follows_suggestion_lists_total{result="miss"} `); ok {
-				misses = v
-			}
-		}
-		return hits, misses
-	}
-	var out struct {
-		Viewer struct {
-			Suggestions []struct {
-				User struct{ Name string }
-				Via  int
-			}
-		}
-	}
-	const query = `{ viewer { suggestions { user { name } via } } }`
-	s.Data(alice.Token, query, nil, &out)
-	if len(out.Viewer.Suggestions) == 0 {
-		t.Fatal("alice has no suggestions: the sample graph gives her dave")
-	}
-	if hits, misses := counts(); hits != "0" || misses != "2" {
-		t.Errorf("after the first suggestions: %q hits, %q misses; want 0 and 2 (bob's and carol's lists)", hits, misses)
-	}
-	s.Data(alice.Token, query, nil, &out)
-	if hits, misses := counts(); hits != "2" || misses != "2" {
-		t.Errorf("after the second suggestions: %q hits, %q misses; want 2 and 2", hits, misses)
-	}
-}
-
 // An operation's name can be as long as the body: a 200 KB name is
 // answered, and its label and its request's log line carry 100 bytes of
 // it, not 200 KB each.

@@ -110,17 +110,14 @@ type Store struct {
 	// connects with, none where it polls (see chooseListener).
 	listenDSN, listenConn string
 	feed                  feed
-	// lists are the users' newest follows that suggestions read, by
-	// version (see followLists); nil where none are kept (see
-	// startFollowLists).
-	lists    *followLists
-	listsOff bool         // WithSuggestionCache(false)
-	log      *slog.Logger // WithLogger
+	log                   *slog.Logger // WithLogger
 	// replicas answer the reads a request allows (see replicas.go); nil
 	// without any.
 	replicas      *replicaSet
 	replicaDSNs   []string      // WithReplicas
 	replicaMaxLag time.Duration // WithReplicas
+	// suggestionBudget, if positive, replaces SuggestionBudget (tests).
+	suggestionBudget int
 }
 
 // logger is where the store says what an operator should know.
@@ -133,6 +130,13 @@ func (s *Store) logger() *slog.Logger {
 
 // Option sets up a Store as Open makes it.
 type Option func(*Store)
+
+// WithLogger has the store log what it decides at Open that an operator
+// should know (which replicas it reads from, and why not) to log rather
+// than slog.Default.
+func WithLogger(log *slog.Logger) Option {
+	return func(s *Store) { s.log = log }
+}
 
 // WithStatementHook has the store tell fn how long each statement took
 // (for metrics).
@@ -206,9 +210,6 @@ func open(ctx context.Context, d dialect, dsn, connStr string, opts []Option) (_
 		c.checkSession(ctx, sqlDB, s.logger())
 	}
 	s.chooseListener()
-	if err := s.startFollowLists(ctx); err != nil {
-		return nil, err
-	}
 	if err := s.openReplicas(ctx); err != nil {
 		return nil, err
 	}

@@ -212,25 +212,22 @@ type (
 	}
 
 	// sqlSuggester ranks suggestions in SQL: one statement answering a
-	// batch, each row the position of its query in qs, then Via and the
-	// user.
+	// batch within a budget (see SuggestionBudget), each row the position
+	// of its query in qs, then Sampled, Via and the user.
 	sqlSuggester interface {
-		suggestionsQuery(qs []SuggestionQuery) (string, []any)
+		suggestionsQuery(qs []SuggestionQuery, budget int) (string, []any)
 	}
 
 	// listSuggester is for a dialect whose SQL would group and order
-	// suggestions by sorting: suggestionFollowees reads, for a batch,
-	// each user's newest followees with the versions of their follows,
-	// and the ids suggestions leave out; suggestionLists reads the newest
-	// follows of the users of an id list with their versions. The store
-	// counts and ranks (rankedSuggestions), keeping the lists it read
-	// (followLists). bumpFollowVersions bumps the versions of the users
-	// of an id list, for a bulk import that set the triggers which do it
-	// aside. A dialect has this or sqlSuggester.
+	// suggestions at a higher cost than Go does: suggestionData reads,
+	// for a batch within a budget, rows (k, Sampled, Ids), Ids a
+	// comma-separated id list: with k the query's position, every follow
+	// by the people the user follows that the budget takes, and whether
+	// it left any out; with k -1 minus the position, the ids suggestions
+	// leave out. The store counts and ranks (rankedSuggestions). A
+	// dialect has this or sqlSuggester.
 	listSuggester interface {
-		suggestionFollowees(qs []SuggestionQuery) (string, []any)
-		suggestionLists() string
-		bumpFollowVersions() string
+		suggestionData(qs []SuggestionQuery, budget int) (string, []any)
 	}
 
 	// bulkLoader is bulk import (see ImportGraph); without it, the

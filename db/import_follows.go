@@ -183,12 +183,8 @@ func (q *sqlFollows) rebuild(blocks map[pair]Pos, setCounts func() error, clock 
 		return 0, err
 	}
 	took := clock.mark("indexes and triggers")
-	// The set-aside triggers did not count the imported follows, nor
-	// bump their followers' versions.
-	if err := setCounts(); err != nil {
-		return 0, err
-	}
-	return took, q.l.bumpVersions()
+	// The set-aside triggers did not count the imported follows.
+	return took, setCounts()
 }
 
 func (q *sqlFollows) afterCommit() func(context.Context, *sql.Conn) error { return nil }
@@ -329,24 +325,5 @@ func (l *followLoad) setCounts() error {
 		return err
 	}
 	_, err := l.b.exec(l.ctx, l.b.s.q.recountImported, idList(l.counts.ids()))
-	return err
-}
-
-// bumpVersions bumps the follow versions (see followLists) of the users
-// of the imported follows, where the dialect keeps them: the triggers
-// that would have were set aside for the load. (Into a new file whose
-// pages the import writes itself, no server can hold a list yet.)
-func (l *followLoad) bumpVersions() error {
-	d, ok := l.b.s.d.(listSuggester)
-	if !ok {
-		return nil
-	}
-	// Every user at either end: a follow of a deactivated user counts for
-	// nobody but is in its follower's list all the same.
-	ids := l.counts.ids()
-	if len(ids) == 0 {
-		return nil
-	}
-	_, err := l.b.exec(l.ctx, d.bumpFollowVersions(), idList(ids))
 	return err
 }

@@ -512,59 +512,6 @@ func TestSecurityStamps(t *testing.T) {
 	}
 }
 
-// Suggestions read only the user's newest SuggestionVia follows, and of
-// each of those only its newest SuggestionsPerVia, so that one call costs
-// a bounded amount whatever the following counts.
-func TestSuggestionsReadOnlyTheNewestFollows(t *testing.T) {
-	t.Parallel()
-	s := openTestStore(t)
-	ctx := context.Background()
-	const me, old, deep, fresh, firstFiller = 1, 40, 41, 42, 100
-	vias := SuggestionVia + 5
-	var users []UserRow
-	for id := int64(1); id < firstFiller+SuggestionsPerVia; id++ {
-		users = append(users, UserRow{ID: id, Name: fmt.Sprintf("u%03d", id)})
-	}
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	tick := func() time.Time { at = at.Add(time.Second); return at }
-	var follows []FollowRow
-	for v := int64(2); v < int64(2+vias); v++ {
-		follows = append(follows, FollowRow{Follower: me, Followee: v, At: tick()})
-	}
-	// The five oldest of my follows all follow old: they do not count.
-	for v := int64(2); v < 7; v++ {
-		follows = append(follows, FollowRow{Follower: v, Followee: old, At: tick()})
-	}
-	// My newest follow follows deep first, then SuggestionsPerVia others,
-	// fresh last: deep and the first filler are past its newest.
-	newest := int64(1 + vias)
-	follows = append(follows, FollowRow{Follower: newest, Followee: deep, At: tick()})
-	for f := int64(firstFiller); f < firstFiller+SuggestionsPerVia; f++ {
-		follows = append(follows, FollowRow{Follower: newest, Followee: f, At: tick()})
-	}
-	follows = append(follows, FollowRow{Follower: newest, Followee: fresh, At: tick()})
-	if _, err := s.Import(ctx, seqOf(users...), seqOf(follows...), 0, nil); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.Suggestions(ctx, []SuggestionQuery{{User: me, First: 1000}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[int64]int{}
-	for _, sg := range got[0] {
-		seen[sg.User.ID] = sg.Via
-	}
-	if len(got[0]) != SuggestionsPerVia || seen[fresh] != 1 || seen[firstFiller+1] != 1 {
-		t.Errorf("%d suggestions, fresh via %d; want %d, the newest follow's newest %d, fresh among them",
-			len(got[0]), seen[fresh], SuggestionsPerVia, SuggestionsPerVia)
-	}
-	for id, what := range map[int64]string{old: "followed by my oldest follows only", deep: "past my newest follow's newest follows", firstFiller: "past my newest follow's newest follows"} {
-		if v, ok := seen[id]; ok {
-			t.Errorf("user %d, %s, suggested via %d", id, what, v)
-		}
-	}
-}
-
 // Every dialect the server runs on has a bulk import and an export (the
 // SQL Server one runs live only with MSSQL_DSN; this checks it is there,
 // where it used to refuse and send the graph through SQLite).

@@ -118,10 +118,13 @@ type Page struct {
 	HasPrevious bool
 }
 
-// Suggestion is a user followed by Via of the people someone follows.
+// Suggestion is a user followed by Via of the people someone follows;
+// Sampled when the budget counted only the newest of those (see
+// SuggestionBudget).
 type Suggestion struct {
-	User User
-	Via  int
+	User    User
+	Via     int
+	Sampled bool
 }
 
 // SuggestionQuery asks for the First best suggestions for User.

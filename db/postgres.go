@@ -40,7 +40,7 @@ var (
 	_ lockReleaser  = (*postgresDialect)(nil)
 	_ eventLocker   = (*postgresDialect)(nil)
 	_ eventListener = (*postgresDialect)(nil)
-	_ sqlSuggester  = (*postgresDialect)(nil)
+	_ listSuggester = (*postgresDialect)(nil)
 	_ bulkLoader    = (*postgresDialect)(nil)
 	_ bulkCopier    = (*postgresDialect)(nil)
 	_ countSetter   = (*postgresDialect)(nil)

@@ -1,7 +1,5 @@
 package db
 
-import "fmt"
-
 // PostgreSQL's list statements: pages and suggestions, each one statement
 // for a batch of users given as one JSON parameter.
 
@@ -9,8 +7,8 @@ func (*postgresDialect) pagesQuery(kind listKind, way pageWay, qs []PageQuery) (
 	return postgresListTexts[way][kind], []any{jsonPages(qs, postgresTime)}
 }
 
-func (*postgresDialect) suggestionsQuery(qs []SuggestionQuery) (string, []any) {
-	return postgresSuggestionsText, []any{jsonSuggestions(qs)}
+func (*postgresDialect) suggestionData(qs []SuggestionQuery, budget int) (string, []any) {
+	return postgresSuggestionData, []any{jsonSuggestions(qs, budget)}
 }
 
 // The list statements: for each query in the JSON batch, LATERAL seeks
@@ -34,27 +32,34 @@ CROSS JOIN LATERAL (
   ORDER BY {e}.CreatedAt {order}, {e}.{other} {order}
   LIMIT q.Lim) AS p`)
 
-// The suggestions statement looks candidates up in Users by key, most
-// shared first, and only as many as the page needs: the candidates come
-// sorted by Via, so that an incremental sort on (Via, Name, Id) stops at
-// the LIMIT once a Via's group is complete, and OFFSET 0 keeps the
-// planner from turning the lookups into a join, which it did with a scan
-// of all of Users. For a typical user of the large graph that is a few
-// dozen lookups rather than hundreds, and an order of magnitude faster
-// (docs/decisions/postgres-tuning.md).
-var postgresSuggestionsText = `SELECT q.k, s.*
-FROM (SELECT (j.value ->> 0)::integer AS k, (j.value ->> 1)::integer AS UserId, (j.value ->> 2)::integer AS Lim
-      FROM jsonb_array_elements(?::jsonb) AS j) AS q
-CROSS JOIN LATERAL (
-  SELECT c.Via, ` + userColumns + `
-  FROM (` + suggestionCandidates("SELECT q.UserId AS Id", postgresNewestFollows) + ` ORDER BY Via DESC) AS c
-  CROSS JOIN LATERAL (SELECT * FROM Users AS u WHERE u.Id = c.Id AND ` + active("u") + ` OFFSET 0) AS u
-  ORDER BY c.Via DESC, u.Name ASC, c.Id ASC
-  LIMIT q.Lim) AS s`
-
-// postgresNewestFollows joins, as alias, the newest n follows by owner: an
-// index seek of n entries, whatever the length of owner's list.
-func postgresNewestFollows(alias, owner string, n int) string {
-	return fmt.Sprintf(`CROSS JOIN LATERAL (SELECT nf.FolloweeId FROM Follows AS nf WHERE nf.FollowerId = %[2]s
-          ORDER BY nf.CreatedAt DESC, nf.FolloweeId DESC LIMIT %[3]d) AS %[1]s`, alias, owner, n)
-}
+// postgresSuggestionData reads suggestions' data for a batch of users
+// given as one JSON parameter (see
+// listSuggester, and sqliteSuggestionData, which reads the same the same
+// way): per user, its newest follows off the keyset index, at most
+// budget+1 of them, with the running sum of their cost, then each taken
+// followee's follows whole, an index range each, as one text list; and
+// the ids to leave out. The store counts and ranks in Go. Ranking in SQL
+// (this dialect's statement until the budget) grouped every follow read
+// and probed Follows and Blocks twice for each, which cost PostgreSQL more
+// CPU than PostGraphile's plain join and group
+// (docs/decisions/suggestions-budget.md).
+var postgresSuggestionData = `WITH q AS (
+  SELECT (j.value ->> 0)::integer AS k, (j.value ->> 1)::integer AS UserId, (j.value ->> 3)::integer AS Budget
+  FROM jsonb_array_elements(?::jsonb) AS j)
+SELECT q.k, d.Sampled, d.Ids
+FROM q CROSS JOIN LATERAL (
+  SELECT coalesce(max(m.Run) > q.Budget, false) AS Sampled, string_agg(f2.FolloweeId::text, ',') AS Ids
+  FROM (SELECT mine.FolloweeId, ` + active("v") + ` AS Active,
+          sum(` + followeeCost("v") + `) OVER (ORDER BY mine.CreatedAt DESC, mine.FolloweeId DESC ROWS UNBOUNDED PRECEDING) AS Run
+        FROM (SELECT nf.FolloweeId, nf.CreatedAt FROM Follows AS nf WHERE nf.FollowerId = q.UserId
+              ORDER BY nf.CreatedAt DESC, nf.FolloweeId DESC LIMIT q.Budget + 1) AS mine
+          JOIN Users AS v ON v.Id = mine.FolloweeId) AS m
+    LEFT JOIN Follows AS f2 ON m.Active AND m.Run <= q.Budget AND f2.FollowerId = m.FolloweeId) AS d
+UNION ALL
+SELECT -1 - q.k, false, (SELECT string_agg(x.Id::text, ',') FROM (
+    SELECT f.FolloweeId AS Id FROM Follows AS f WHERE f.FollowerId = q.UserId
+    UNION ALL
+    SELECT bl.BlockedId FROM Blocks AS bl WHERE bl.BlockerId = q.UserId
+    UNION ALL
+    SELECT bl.BlockerId FROM Blocks AS bl WHERE bl.BlockedId = q.UserId) AS x)
+FROM q`

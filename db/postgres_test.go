@@ -186,13 +186,13 @@ SELECT a, b, now() - make_interval(secs => a * 3 + k) FROM generate_series(1, 30
 			t.Errorf("users, way %d, does not read the primary key in its order:\n%s", way, plan)
 		}
 	}
-	text, args := s.d.(sqlSuggester).suggestionsQuery([]SuggestionQuery{{User: 1, First: 10}, {User: 2, First: 10}})
+	text, args := s.d.(listSuggester).suggestionData([]SuggestionQuery{{User: 1, First: 10}, {User: 2, First: 10}}, SuggestionBudget)
 	plan := explain(t, s, text, args)
 	if strings.Contains(plan, `Seq Scan on "Follows"`) || strings.Contains(plan, `Seq Scan on "Users"`) {
 		t.Errorf("suggestions scan the follow or user table:\n%s", plan)
 	}
-	// Only the newest follows count (SuggestionVia, SuggestionsPerVia):
-	// each list is read from the follower's keyset index, to a LIMIT.
+	// The budget (SuggestionBudget): the user's newest follows read from
+	// its keyset index, to a LIMIT.
 	if !strings.Contains(plan, `IX_Follows_FollowerId_CreatedAt_FolloweeId`) || !strings.Contains(plan, "Limit") {
 		t.Errorf("suggestions do not read the newest follows from the index, to a limit:\n%s", plan)
 	}

@@ -1,66 +1,45 @@
 package db
 
-import "strconv"
-
 // SQLite ranks suggestions in Go (listSuggester): its SQL would group and
-// order them by sorting. These are the statements that read their data.
+// order them by sorting. This is the statement that reads their data.
 
-func (*sqliteDialect) suggestionLists() string { return sqliteSuggestionLists }
-
-func (*sqliteDialect) bumpFollowVersions() string {
-	return `INSERT INTO FollowVersions (UserId, Version) SELECT value, 1 FROM json_each(?) WHERE true
-ON CONFLICT (UserId) DO UPDATE SET Version = Version + 1`
-}
-
-// sqliteSuggestionFollowees is one user's share of the data its
-// suggestions come from, as rows (k, Ids), Ids a comma-separated list:
-// with k the query's position, the active people the user follows, only
-// the newest follows counting (see SuggestionVia), each followed by the
-// version of its own follows (0 where it has none: see followLists);
+// sqliteSuggestionData is one user's share of the data its suggestions
+// come from, as rows (k, Sampled, Ids), Ids a comma-separated list: with k
+// the query's position, every follow by the people the user follows that
+// the budget takes (see SuggestionBudget), and whether it left any out;
 // with k -1 minus the position, the people the user follows and the
-// people it blocks or is blocked by, whom suggestions leave out. Each part
-// is a range of an index that covers it: the counting and excluding that
-// SQLite would do by sorting groups on disk pages and by a lookup per row,
-// Go does on the ids in memory (tally.count). A list in one row rather
-// than a row per id costs a third less
-// (docs/decisions/suggestions-ranked-in-go.md): the driver's work
-// per row outweighs SQLite's per id.
-var sqliteSuggestionFollowees = `SELECT ? AS k, group_concat(mine.FolloweeId || ',' || coalesce(fv.Version, 0))
-FROM (` + sqliteNewestFollowees("?", SuggestionVia) + `) AS mine
-  JOIN ` + activeUser("v", "mine.FolloweeId") + `
-  LEFT JOIN FollowVersions AS fv ON fv.UserId = mine.FolloweeId
+// people it blocks or is blocked by, whom suggestions leave out.
+//
+// The user's follows are read newest first off the keyset index, at most
+// budget+1 of them (each costs at least 1, so the one past that is past
+// the budget anyway), with a running sum of their cost; each followee the
+// budget takes is one range of a covering index, read whole. The counting
+// and excluding that SQLite would do by sorting groups on disk pages and
+// by a lookup per row, Go does on the ids in memory (tally.count). A list
+// in one row rather than a row per id costs a third less
+// (docs/decisions/suggestions-ranked-in-go.md): the driver's work per row
+// outweighs SQLite's per id. Nothing is kept between calls: read this way,
+// a call costs about what a call that found its lists in memory did
+// (docs/decisions/suggestions-budget.md).
+var sqliteSuggestionData = `SELECT ? AS k, coalesce(max(m.Run) > ?, 0), group_concat(f2.FolloweeId)
+FROM (SELECT mine.FolloweeId, ` + active("v") + ` AS Active,
+        sum(` + followeeCost("v") + `) OVER (ORDER BY mine.CreatedAt DESC, mine.FolloweeId DESC ROWS UNBOUNDED PRECEDING) AS Run
+      FROM (SELECT nf.FolloweeId, nf.CreatedAt FROM Follows AS nf WHERE nf.FollowerId = ?
+            ORDER BY nf.CreatedAt DESC, nf.FolloweeId DESC LIMIT ?) AS mine
+        JOIN Users AS v ON v.Id = mine.FolloweeId) AS m
+  LEFT JOIN Follows AS f2 ON m.Active AND m.Run <= ? AND f2.FollowerId = m.FolloweeId
 UNION ALL
-SELECT ?, group_concat(x.Id) FROM (
+SELECT -1 - ?, 0, group_concat(x.Id) FROM (
   SELECT f.FolloweeId AS Id FROM Follows AS f WHERE f.FollowerId = ?
   UNION ALL
   SELECT b.BlockedId FROM Blocks AS b WHERE b.BlockerId = ?
   UNION ALL
   SELECT b.BlockerId FROM Blocks AS b WHERE b.BlockedId = ?) AS x`
 
-// sqliteSuggestionLists reads, for the users of an id list, as rows (Id,
-// Version, Ids), the version of their follows and the people they
-// followed last, the newest SuggestionsPerVia, as a comma-separated list:
-// one statement, one snapshot, so a list is the one its version names.
-//
-// The newest follows are those the other dialects' LATERAL and CROSS
-// APPLY take (ORDER BY CreatedAt DESC, FolloweeId DESC LIMIT n): SQLite
-// has no LATERAL join, but a scalar subquery may hold a LIMIT per row, so
-// each list is one walk of the (FollowerId, CreatedAt, FolloweeId) index;
-// a bound by time at the n-th newest follow, as this statement had
-// before, walked it twice and let follows tied at the bound's time all in.
-var sqliteSuggestionLists = `SELECT m.value, coalesce(fv.Version, 0),
-  (SELECT group_concat(theirs.FolloweeId) FROM (` + sqliteNewestFollowees("m.value", SuggestionsPerVia) + `) AS theirs)
-FROM json_each(?) AS m LEFT JOIN FollowVersions AS fv ON fv.UserId = m.value`
-
-// sqliteNewestFollowees are, as rows (FolloweeId), the people the user
-// whose id is owner followed last, the newest n.
-func sqliteNewestFollowees(owner string, n int) string {
-	return `SELECT nf.FolloweeId FROM Follows AS nf WHERE nf.FollowerId = ` + owner + `
-    ORDER BY nf.CreatedAt DESC, nf.FolloweeId DESC LIMIT ` + strconv.Itoa(n)
-}
-
-func (*sqliteDialect) suggestionFollowees(qs []SuggestionQuery) (string, []any) {
-	args := func(k int, user int64) []any { return []any{k, user, -1 - k, user, user, user} }
-	return unionBatch(sqliteSuggestionFollowees, len(qs),
+func (*sqliteDialect) suggestionData(qs []SuggestionQuery, budget int) (string, []any) {
+	args := func(k int, user int64) []any {
+		return []any{k, budget, user, budget + 1, budget, k, user, user, user}
+	}
+	return unionBatch(sqliteSuggestionData, len(qs),
 		func(i int) []any { return args(i, qs[i].User) }, args(len(qs), 0))
 }

@@ -12,12 +12,15 @@ import (
 )
 
 // Suggestions returns, for each query, the users followed by the most of
-// the people the user follows (see suggestionCandidates for who counts
-// and who is left out), best first by bySuggestionRank.
+// the people the user follows, best first by bySuggestionRank: never the
+// user, nor anyone it follows already, blocks or is blocked by, nor a
+// deactivated user; only active followees count, and only as many of
+// them, newest first, as SuggestionBudget allows (then each suggestion
+// says Sampled).
 //
-// A dialect either ranks them in SQL (sqlSuggester), or, where its SQL
-// would aggregate by sorting, reads their data (listSuggester) and the
-// store counts, excludes and ranks here (rankedSuggestions).
+// A dialect either ranks them in SQL (sqlSuggester), or reads their data
+// as id lists (listSuggester) and the store counts, excludes and ranks
+// here (rankedSuggestions).
 func (s *Store) Suggestions(ctx context.Context, qs []SuggestionQuery) ([][]Suggestion, error) {
 	out := make([][]Suggestion, len(qs))
 	if len(qs) == 0 {
@@ -55,11 +58,11 @@ func bySuggestionRank(a, b Suggestion) int {
 
 // sqlSuggestions runs the dialect's statement that ranks suggestions.
 func (s *Store) sqlSuggestions(ctx context.Context, d sqlSuggester, qs []SuggestionQuery, out [][]Suggestion) error {
-	text, args := d.suggestionsQuery(qs)
+	text, args := d.suggestionsQuery(qs, s.budget())
 	return s.scanBatch(ctx, text, args, func(rows *rows) error {
 		var i int
 		var sg Suggestion
-		if err := rows.Scan(append([]any{&i, &sg.Via}, sg.User.scanDest()...)...); err != nil {
+		if err := rows.Scan(append([]any{&i, &sg.Sampled, &sg.Via}, sg.User.scanDest()...)...); err != nil {
 			return err
 		}
 		out[i] = append(out[i], sg)
@@ -104,11 +107,11 @@ func appendIDs(dst []int64, list string) ([]int64, error) {
 // tally is one query's counts: the ids read for it, then its candidates
 // on their way to the answer.
 type tally struct {
-	// followees are the active people the user follows last, each with
-	// the version of its follows (see sqliteSuggestionFollowees); via
-	// holds an id for each follow of it by one of them, among their
-	// newest; exclude the ids suggestions leave out.
-	followees, via, exclude []int64
+	// via holds an id for each follow by the people the user follows,
+	// those the budget takes; exclude the ids suggestions leave out;
+	// sampled whether the budget left some of the people it follows out.
+	via, exclude []int64
+	sampled      bool
 	// below are the candidates not yet known to be among the best,
 	// pending those that may be, whose users are being read, and best
 	// those that are, their users read and active.
@@ -127,7 +130,7 @@ var tallies = sync.Pool{New: func() any {
 }}
 
 func (t *tally) reset() {
-	t.followees, t.via, t.exclude = t.followees[:0], t.via[:0], t.exclude[:0]
+	t.via, t.exclude, t.sampled = t.via[:0], t.exclude[:0], false
 	t.below, t.pending, t.best = t.below[:0], t.pending[:0], t.best[:0]
 }
 
@@ -155,43 +158,41 @@ func (t *tally) count() {
 	}
 }
 
-// rankedSuggestions answers the batch with one statement that reads each
-// user's newest followees and the ids to leave out
-// (suggestionFollowees), the followees' own newest follows from
-// s.lists, one more statement for those whose lists it lacks or whose
-// versions moved (suggestionLists), and one that reads the users who can
-// be among each query's best: those with at least the via count of its
-// first-th best candidate, all tied at that count included, since names
-// break ties. Only when deactivated users among them leave a query short
-// does another statement read the rest of its candidates.
+// rankedSuggestions answers the batch with one statement that reads, per
+// user, every follow of the people it follows that the budget takes, as
+// one id list, and the ids to leave out (suggestionData), and one that
+// reads the users who can be among each query's best: those with at least
+// the via count of its first-th best candidate, all tied at that count
+// included, since names break ties. Only when deactivated users among
+// them leave a query short does another statement read the rest of its
+// candidates.
 func (s *Store) rankedSuggestions(ctx context.Context, d listSuggester, qs []SuggestionQuery, out [][]Suggestion) error {
 	ts := make([]*tally, len(qs))
 	for i := range ts {
 		ts[i] = tallies.Get().(*tally)
 		defer func(t *tally) { t.reset(); tallies.Put(t) }(ts[i])
 	}
-	text, args := d.suggestionFollowees(qs)
+	text, args := d.suggestionData(qs, s.budget())
 	err := s.scanBatch(ctx, text, args, func(rows *rows) error {
 		var k int
+		var sampled bool
 		// A string: the driver's text comes as one, which a RawBytes
 		// would copy again.
 		var list sql.NullString
-		err := rows.Scan(&k, &list)
+		err := rows.Scan(&k, &sampled, &list)
 		if err != nil {
 			return err
 		}
 		switch {
 		case k >= 0 && k < len(qs):
-			ts[k].followees, err = appendIDs(ts[k].followees, list.String)
+			ts[k].sampled = sampled
+			ts[k].via, err = appendIDs(ts[k].via, list.String)
 		case k < 0 && -1-k < len(qs):
 			ts[-1-k].exclude, err = appendIDs(ts[-1-k].exclude, list.String)
 		}
 		return err
 	})
 	if err != nil {
-		return err
-	}
-	if err := s.readFollowLists(ctx, d, ts); err != nil {
 		return err
 	}
 	var ids []int64
@@ -280,7 +281,7 @@ func (s *Store) rankUsers(ctx context.Context, qs []SuggestionQuery, ts []*tally
 		t := ts[i]
 		for _, c := range t.pending {
 			if j, ok := slices.BinarySearchFunc(users, c.id, byID); ok {
-				t.best = append(t.best, Suggestion{User: users[j], Via: c.via})
+				t.best = append(t.best, Suggestion{User: users[j], Via: c.via, Sampled: t.sampled})
 			}
 		}
 		t.pending = t.pending[:0]
@@ -297,55 +298,10 @@ func (s *Store) rankUsers(ctx context.Context, qs []SuggestionQuery, ts []*tally
 	return nil
 }
 
-// readFollowLists adds to each tally's via the newest follows of its
-// followees: from s.lists where it holds them at the version just read,
-// and otherwise from one statement for all the batch's others, whose
-// lists s.lists then keeps. Where the store keeps no lists (s.lists nil:
-// see startFollowLists), every list comes from that statement.
-func (s *Store) readFollowLists(ctx context.Context, d listSuggester, ts []*tally) error {
-	var missing []int64
-	for _, t := range ts {
-		fs := t.followees
-		for i := 0; i+1 < len(fs); i += 2 {
-			if ids, ok := s.lists.get(fs[i], fs[i+1]); ok {
-				t.via = append(t.via, ids...)
-			} else {
-				missing = append(missing, fs[i])
-				fs[i+1] = -1 // versions are never negative: read below
-			}
-		}
+// budget is the store's SuggestionBudget: the constant, or a test's.
+func (s *Store) budget() int {
+	if s.suggestionBudget > 0 {
+		return s.suggestionBudget
 	}
-	if len(missing) == 0 {
-		return nil
-	}
-	// A user two of the batch follow is read once.
-	slices.Sort(missing)
-	missing = slices.Compact(missing)
-	read := make(map[int64][]int64, len(missing))
-	err := s.scanBatch(ctx, d.suggestionLists(), []any{idList(missing)}, func(rows *rows) error {
-		var id, version int64
-		var list sql.NullString
-		if err := rows.Scan(&id, &version, &list); err != nil {
-			return err
-		}
-		ids, err := appendIDs(nil, list.String)
-		if err != nil {
-			return err
-		}
-		read[id] = ids
-		s.lists.put(id, version, ids)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, t := range ts {
-		fs := t.followees
-		for i := 0; i+1 < len(fs); i += 2 {
-			if fs[i+1] == -1 {
-				t.via = append(t.via, read[fs[i]]...)
-			}
-		}
-	}
-	return nil
+	return SuggestionBudget
 }

@@ -130,8 +130,9 @@ type ComplexityRoot struct {
 	}
 
 	Suggestion struct {
-		User func(childComplexity int) int
-		Via  func(childComplexity int) int
+		Sampled func(childComplexity int) int
+		User    func(childComplexity int) int
+		Via     func(childComplexity int) int
 	}
 
 	UnblockPayload struct {
@@ -612,6 +613,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Subscription.FollowEvents(childComplexity, args["after"].(*string)), true
 
+	case "Suggestion.sampled":
+		if e.ComplexityRoot.Suggestion.Sampled == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Suggestion.Sampled(childComplexity), true
 	case "Suggestion.user":
 		if e.ComplexityRoot.Suggestion.User == nil {
 			break
@@ -1065,6 +1072,8 @@ func (ec *executionContext) childFields_Suggestion(ctx context.Context, field gr
 		return ec.fieldContext_Suggestion_user(ctx, field)
 	case "via":
 		return ec.fieldContext_Suggestion_via(ctx, field)
+	case "sampled":
+		return ec.fieldContext_Suggestion_sampled(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Suggestion", field.Name)
 }
@@ -3138,6 +3147,13 @@ func (ec *executionContext) _Suggestion_via(ctx context.Context, field graphql.C
 }
 func (ec *executionContext) fieldContext_Suggestion_via(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Suggestion", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Suggestion_sampled(ctx context.Context, field graphql.CollectedField, obj *model.Suggestion) (ret graphql.Marshaler) {
+	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.Sampled)
+}
+func (ec *executionContext) fieldContext_Suggestion_sampled(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Suggestion", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _UnblockPayload_wasBlocked(ctx context.Context, field graphql.CollectedField, obj *model.UnblockPayload) (ret graphql.Marshaler) {
@@ -5791,6 +5807,11 @@ func (ec *executionContext) _Suggestion(ctx context.Context, sel ast.SelectionSe
 			}
 		case "via":
 			out.Values[i] = ec._Suggestion_via(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "sampled":
+			out.Values[i] = ec._Suggestion_sampled(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}

@@ -42,8 +42,8 @@ var (
 		cost: func(c *graph.ComplexityRoot, p listCost) { c.User.Blocked = p.connection },
 	}, read: (*db.Store).BlockedPage})
 
-	// Only its owner may read it; a call reads up to the store's bound
-	// of follows (db.SuggestionVia) whatever its first, and costs so.
+	// Only its owner may read it; a call reads up to the store's budget
+	// of follows (db.SuggestionBudget) whatever its first, and costs so.
 	suggestionsList = row(&listRow[[]db.Suggestion]{listField: listField{
 		object: "User", field: "suggestions", first: 10, loader: "suggestions", work: suggestionsWork,
 		cost: func(c *graph.ComplexityRoot, p listCost) { c.User.Suggestions = p },
@@ -59,12 +59,15 @@ var (
 // maxFirst bounds every page: no client can ask for a whole popular list.
 const maxFirst = 100
 
-// suggestionsWork is what a suggestions call costs besides its items. It
-// reads up to db.SuggestionVia × db.SuggestionsPerVia follows (10,000),
-// where a page of 100 followers reads 100 rows and costs about 100: at one
-// per ten rows it is 1,000, so that four calls fit the default
-// -max-complexity of 5,000 and five do not (docs/decisions/suggestion-bounds.md).
-const suggestionsWork = db.SuggestionVia * db.SuggestionsPerVia / 10
+// suggestionsWork is what a suggestions call costs besides its items:
+// 1,000, so that four calls fit the default -max-complexity of 5,000 and
+// five do not (docs/decisions/suggestion-bounds.md). It reads up to
+// db.SuggestionBudget ids (50,000), where a page of 100 followers reads
+// 100 rows and costs about 100; but it reads them as a few dozen index
+// ranges in one statement, an id costing a fraction of a row a page
+// returns, and a typical viewer's call reads about a thousand
+// (docs/decisions/suggestions-budget.md), so the price stayed.
+const suggestionsWork = db.SuggestionBudget / 50
 
 // listField is what the table says of a list field, whatever its items.
 type listField struct {

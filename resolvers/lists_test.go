@@ -74,8 +74,8 @@ func TestListsMatchSchema(t *testing.T) {
 	schema := graph.NewExecutableSchema(graph.Config{}).Schema()
 	desc := schema.Types["User"].Fields.ForName("suggestions").Description
 	for _, want := range []string{
-		fmt.Sprintf("%d newest follows", db.SuggestionVia),
-		fmt.Sprintf("its %d newest", db.SuggestionsPerVia),
+		fmt.Sprintf("add up to at most %s", thousands(db.SuggestionBudget)),
+		"`sampled`",
 		fmt.Sprintf("costs %s", thousands(suggestionsWork)),
 		"FORBIDDEN",
 	} {

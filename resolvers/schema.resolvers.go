@@ -232,7 +232,7 @@ func (r *userResolver) Suggestions(ctx context.Context, obj *db.User, first *int
 	out := make([]*model.Suggestion, len(found))
 	ids := make([]int64, len(found))
 	for i := range found {
-		out[i] = &model.Suggestion{User: &found[i].User, Via: found[i].Via}
+		out[i] = &model.Suggestion{User: &found[i].User, Via: found[i].Via, Sampled: found[i].Sampled}
 		ids[i] = found[i].User.ID
 	}
 	r.prefetch(ctx, ids, []string{"user"})

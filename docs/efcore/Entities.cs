@@ -79,13 +79,6 @@ public class FollowEvent
     public DateTime At { get; set; }
 }
 
-// A user's follow version (SQLite only; see FollowsContext).
-public class FollowVersion
-{
-    public int UserId { get; set; }
-    public long Version { get; set; }
-}
-
 // Where a user's last write through the server stands in the primary's
 // WAL (PostgreSQL only; see FollowsContext).
 public class ViewerWrite

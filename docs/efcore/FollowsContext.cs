@@ -158,11 +158,10 @@ public class FollowsContext(DbContextOptions<FollowsContext> options) : DbContex
                     // INSERT; RETURNING would report the unpadded text
                     // (the same instant: see db/efcore_test.go).
                     t.HasTrigger("TR_Follows_CreatedAt_Form");
-                    // Bump the follower's row in FollowVersions (below);
-                    // the update one only for the columns a list holds.
-                    t.HasTrigger("TR_Follows_Insert_Version");
-                    t.HasTrigger("TR_Follows_Delete_Version");
-                    t.HasTrigger("TR_Follows_Update_Version");
+                    // Migrations 9 and 10 made TR_Follows_Insert_Version,
+                    // TR_Follows_Delete_Version, TR_Follows_Update_Version
+                    // and their table (PK_FollowVersions); migration 13
+                    // dropped them all: not in the model.
                     t.UseSqlReturningClause(false);
                 }
             });
@@ -230,23 +229,6 @@ public class FollowsContext(DbContextOptions<FollowsContext> options) : DbContex
                 e.Property(x => x.Id).UseIdentityAlwaysColumn();
             e.HasIndex(x => x.At).HasDatabaseName("IX_FollowEvents_At");
         });
-
-        // SQLite only (migrations 9 and 10): a version per user of the
-        // follows it made, which the triggers on Follows bump whoever
-        // writes (the update trigger only for FollowerId, FolloweeId and
-        // CreatedAt), so that the server's suggestions can keep each
-        // user's newest follows in memory and know when to read them
-        // again. In the model so that the app's migrations leave it
-        // alone; the app never writes it. A migration that rebuilds
-        // Follows drops the triggers: the server then keeps no lists and
-        // logs how to recreate them (README).
-        if (sqlite)
-            b.Entity<FollowVersion>(e =>
-            {
-                e.ToTable("FollowVersions");
-                e.HasKey(x => x.UserId).HasName("PK_FollowVersions");
-                e.Property(x => x.UserId).ValueGeneratedNever();
-            });
 
         // PostgreSQL only (migration 12): where each user's last write
         // through the server stands in the primary's WAL, which the

@@ -77,6 +77,10 @@ type Subscription struct {
 type Suggestion struct {
 	User *db.User `json:"user"`
 	Via  int      `json:"via"`
+	// True when the viewer follows more than the budget allows, so via counts
+	// only its newest follows that fit (see `User.suggestions`); false when
+	// every follow of everyone the viewer follows was counted.
+	Sampled bool `json:"sampled"`
 }
 
 type UnblockInput struct {

@@ -1,0 +1,50 @@
+package db
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+)
+
+// manyViewers are n users who follow someone, drawn at random (seeded):
+// the side-by-side harness's many-viewers workload, where each request is
+// another viewer's.
+func manyViewers(b *testing.B, s *Store, n int) []int64 {
+	rows, err := s.db.Query(`SELECT Id FROM Users WHERE FollowingCount > 0 ORDER BY Id`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			b.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	rng := rand.New(rand.NewPCG(4242, 1))
+	rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	return ids[:min(n, len(ids))]
+}
+
+// Suggestions for 3,000 different viewers in turn, by eight goroutines on
+// two cores, as the harness's many-viewers workload asks them.
+func BenchmarkSuggestionsManyViewers(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	ids := manyViewers(b, s, 3000)
+	b.SetParallelism(4) // GOMAXPROCS is 2 here: 8 goroutines
+	defer reportCPU(b)()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := rand.IntN(len(ids))
+		for pb.Next() {
+			if _, err := s.Suggestions(ctx, []SuggestionQuery{{User: ids[i%len(ids)], First: 10}}); err != nil {
+				b.Error(err)
+				return
+			}
+			i++
+		}
+	})
+}
