@@ -239,6 +239,11 @@ type (
 		// lookups on each.
 		bulkSetup() []string
 		bulkReset() []string
+		// bulkTxSetup are the settings made for the import's
+		// transaction alone, the first statements in it: through a
+		// transaction-mode pooler such as PgBouncer, a session's SET
+		// would stay with a server connection other clients get next.
+		bulkTxSetup() []string
 		// setAsideFollowIndexes drops the follow table's secondary
 		// indexes and its triggers (the counts' among them), in the
 		// import's transaction, and returns what restores them.

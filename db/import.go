@@ -568,6 +568,11 @@ func (s *Store) bulkTx(ctx context.Context, bulk bulkLoader, fn func(b bulkRun) 
 		return s.d.classify(err)
 	}
 	err = s.runTx(ctx, tx, nil, func(r runner) error {
+		for _, q := range bulk.bulkTxSetup() {
+			if _, err := r.exec(ctx, q); err != nil {
+				return fmt.Errorf("set up the import's transaction: %w", err)
+			}
+		}
 		return fn(bulkRun{runner: r, conn: conn, newFile: nf})
 	})
 	if err == nil && nf != nil && nf.afterCommit != nil {

@@ -15,18 +15,18 @@ import (
 // PostgreSQL's bulk import: rows go in with COPY (bulkCopier), the follow
 // table's indexes, triggers and foreign keys set aside meanwhile.
 
-// bulkSetup gives memory for rebuilding the set-aside indexes in one sort
-// rather than in runs merged from disk, and for the grouped recount
+// bulkTxSetup gives memory for rebuilding the set-aside indexes in one
+// sort rather than in runs merged from disk, and for the grouped recount
 // (recountUsersGrouped), whose hash tables hold a row per user: with the
 // default 4 MB they spilled to disk at a million users and the recount
-// had run 23 minutes unfinished (docs/decisions/ten-times-larger.md). The
-// bulk connection's alone.
-func (*postgresDialect) bulkSetup() []string {
-	return []string{`SET maintenance_work_mem = '256MB'`, `SET work_mem = '256MB'`}
+// had run 23 minutes unfinished (docs/decisions/ten-times-larger.md).
+// SET LOCAL, the import's transaction alone: a session SET would outlive
+// it on a pooled server connection (docs/pgbouncer.md).
+func (*postgresDialect) bulkTxSetup() []string {
+	return []string{`SET LOCAL maintenance_work_mem = '256MB'`, `SET LOCAL work_mem = '256MB'`}
 }
-func (*postgresDialect) bulkReset() []string {
-	return []string{`RESET maintenance_work_mem`, `RESET work_mem`}
-}
+func (*postgresDialect) bulkSetup() []string { return nil }
+func (*postgresDialect) bulkReset() []string { return nil }
 
 func (*postgresDialect) afterImport() []string {
 	return []string{

@@ -25,6 +25,8 @@ func (*sqliteDialect) bulkSetup() []string {
 	return []string{`PRAGMA foreign_keys = OFF`, `PRAGMA cache_size = -32768`}
 }
 
+func (*sqliteDialect) bulkTxSetup() []string { return nil }
+
 func (*sqliteDialect) bulkReset() []string {
 	return []string{`PRAGMA foreign_keys = ON`, `PRAGMA cache_size = ` + sqliteCacheSize}
 }

@@ -28,6 +28,7 @@ import (
 
 func (*sqlserverDialect) bulkSetup() []string      { return nil }
 func (*sqlserverDialect) bulkReset() []string      { return nil }
+func (*sqlserverDialect) bulkTxSetup() []string    { return nil }
 func (*sqlserverDialect) copies(table string) bool { return table != "Users" }
 
 // beforeUserIDs takes Users whole, to the import's commit, before its
