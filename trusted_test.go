@@ -9,12 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"follows/api"
+	"follows/api/apitest"
 )
 
 // byDocID sends the trusted document id as Relay does, and says what
@@ -60,26 +60,7 @@ func TestTrustedDocumentsReloadOnHangup(t *testing.T) {
 		t.Fatalf("b before it was listed: %s", msg)
 	}
 
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var failed []string
-	done := make(chan struct{})
-	for range 4 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				if msg := byDocID(url, "a"); msg != "" {
-					mu.Lock()
-					failed = append(failed, msg)
-					mu.Unlock()
-				}
-			}
-		})
-	}
+	stop := apitest.Meanwhile(4, func() string { return byDocID(url, "a") })
 	write(`{"a": "query A { users(first: 1) { totalCount } }", "b": "query B { users(first: 2) { totalCount } }"}`)
 	cmd.Process.Signal(syscall.SIGHUP)
 	waitLogLine(t, lines, "trusted documents reloaded", 10*time.Second)
@@ -90,9 +71,7 @@ func TestTrustedDocumentsReloadOnHangup(t *testing.T) {
 	write(`{"a": "query A { users(first: 1) { nope } }"}`)
 	cmd.Process.Signal(syscall.SIGHUP)
 	waitLogLine(t, lines, "trusted documents not reloaded.*nope", 10*time.Second)
-	close(done)
-	wg.Wait()
-	if len(failed) > 0 {
+	if failed := stop(); len(failed) > 0 {
 		t.Errorf("%d requests failed across the reloads, the first: %s", len(failed), failed[0])
 	}
 	for _, id := range []string{"a", "b"} {

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"follows/api"
@@ -242,35 +241,19 @@ func TestTrustedReloadKeepsRequests(t *testing.T) {
 	t.Parallel()
 	docs := trustedManifests(t)
 	s, _ := trustedOnlyServer(t, docs)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var failed []string
-	done := make(chan struct{})
-	for range 4 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				r := postJSON(s, "", map[string]any{"doc_id": relayID})
-				if r.Status != 200 || len(r.Parsed.Errors) > 0 {
-					mu.Lock()
-					failed = append(failed, string(r.Body))
-					mu.Unlock()
-				}
-			}
-		})
-	}
+	stop := apitest.Meanwhile(4, func() string {
+		r := postJSON(s, "", map[string]any{"doc_id": relayID})
+		if r.Status != 200 || len(r.Parsed.Errors) > 0 {
+			return string(r.Body)
+		}
+		return ""
+	})
 	for range 50 {
 		if _, err := docs.Reload(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	close(done)
-	wg.Wait()
-	if len(failed) > 0 {
+	if failed := stop(); len(failed) > 0 {
 		t.Errorf("%d requests failed during reloads, the first: %s", len(failed), failed[0])
 	}
 }
