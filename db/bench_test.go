@@ -146,13 +146,19 @@ func BenchmarkSuggestions(b *testing.B) {
 // the pool, the page caches and SQLite's locks cost under concurrency.
 func BenchmarkSuggestionsParallel(b *testing.B) {
 	s := benchStore(b)
+	suggestInParallel(b, s, typicalUsers(b, s, 50), func(int) int { return 0 })
+}
+
+// suggestInParallel asks the suggestions of ids in turn from eight
+// goroutines on two cores, each starting at the place start gives it out
+// of len(ids).
+func suggestInParallel(b *testing.B, s *Store, ids []int64, start func(n int) int) {
 	ctx := context.Background()
-	ids := typicalUsers(b, s, 50)
 	b.SetParallelism(4) // GOMAXPROCS is 2 here: 8 goroutines
 	defer reportCPU(b)()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
-		i := 0
+		i := start(len(ids))
 		for pb.Next() {
 			if _, err := s.Suggestions(ctx, []SuggestionQuery{{User: ids[i%len(ids)], First: 10}}); err != nil {
 				b.Error(err)

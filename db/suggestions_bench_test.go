@@ -1,7 +1,6 @@
 package db
 
 import (
-	"context"
 	"math/rand/v2"
 	"testing"
 )
@@ -32,19 +31,5 @@ func manyViewers(b *testing.B, s *Store, n int) []int64 {
 // two cores, as the harness's many-viewers workload asks them.
 func BenchmarkSuggestionsManyViewers(b *testing.B) {
 	s := benchStore(b)
-	ctx := context.Background()
-	ids := manyViewers(b, s, 3000)
-	b.SetParallelism(4) // GOMAXPROCS is 2 here: 8 goroutines
-	defer reportCPU(b)()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		i := rand.IntN(len(ids))
-		for pb.Next() {
-			if _, err := s.Suggestions(ctx, []SuggestionQuery{{User: ids[i%len(ids)], First: 10}}); err != nil {
-				b.Error(err)
-				return
-			}
-			i++
-		}
-	})
+	suggestInParallel(b, s, manyViewers(b, s, 3000), rand.IntN)
 }
