@@ -557,6 +557,13 @@ func (s *Store) stopFeed() {
 }
 
 func (s *Store) pollLoop(ctx context.Context, every time.Duration) {
+	// An error leaves last as it was until the next tick.
+	onTicks(ctx, every, func(ctx context.Context) { s.LastEventID(ctx) })
+}
+
+// onTicks runs fn every interval until ctx is done: the store's
+// background loops (the outbox's poll, the replicas' probes).
+func onTicks(ctx context.Context, every time.Duration, fn func(context.Context)) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -564,7 +571,7 @@ func (s *Store) pollLoop(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			s.LastEventID(ctx) // an error leaves last as it was until the next tick
+			fn(ctx)
 		}
 	}
 }

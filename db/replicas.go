@@ -142,16 +142,7 @@ func (s *Store) openReplicas(ctx context.Context) error {
 
 func (set *replicaSet) every(ctx context.Context, fn func(context.Context)) {
 	defer set.done.Done()
-	t := time.NewTicker(probeEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			fn(ctx)
-		}
-	}
+	onTicks(ctx, probeEvery, fn)
 }
 
 func (set *replicaSet) close() {
