@@ -52,7 +52,12 @@ func benchmarkFollowPages50(b *testing.B, page PageQuery) {
 
 // typicalUsers are users following about the median number of people.
 func typicalUsers(b *testing.B, s *Store, n int) []int64 {
-	rows, err := s.db.Query(s.d.rebind(`SELECT Id FROM Users WHERE FollowingCount BETWEEN 15 AND 25 ORDER BY Id LIMIT ?`), n)
+	return benchIDs(b, s, `SELECT Id FROM Users WHERE FollowingCount BETWEEN 15 AND 25 ORDER BY Id LIMIT ?`, n)
+}
+
+// benchIDs are the ids a benchmark's query picks.
+func benchIDs(b *testing.B, s *Store, query string, args ...any) []int64 {
+	rows, err := s.db.Query(s.d.rebind(query), args...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -60,7 +65,9 @@ func typicalUsers(b *testing.B, s *Store, n int) []int64 {
 	var ids []int64
 	for rows.Next() {
 		var id int64
-		rows.Scan(&id)
+		if err := rows.Scan(&id); err != nil {
+			b.Fatal(err)
+		}
 		ids = append(ids, id)
 	}
 	return ids

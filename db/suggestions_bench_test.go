@@ -9,19 +9,7 @@ import (
 // the side-by-side harness's many-viewers workload, where each request is
 // another viewer's.
 func manyViewers(b *testing.B, s *Store, n int) []int64 {
-	rows, err := s.db.Query(`SELECT Id FROM Users WHERE FollowingCount > 0 ORDER BY Id`)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			b.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
+	ids := benchIDs(b, s, `SELECT Id FROM Users WHERE FollowingCount > 0 ORDER BY Id`)
 	rng := rand.New(rand.NewPCG(4242, 1))
 	rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
 	return ids[:min(n, len(ids))]
