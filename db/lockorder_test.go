@@ -277,17 +277,10 @@ func TestSQLiteBusyTimeoutIsErrBusy(t *testing.T) {
 		t.Fatalf("the store's busy timeout = %d ms (%v), want the DSN's 50", timeout, err)
 	}
 	ctx := context.Background()
-	alice, err := s.CreateUser(ctx, "alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bob, err := s.CreateUser(ctx, "bob")
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := users(t, s, "alice", "bob")
 
 	holder := holdSQLiteWriteLock(t, path)
-	_, err = s.Follow(ctx, alice.ID, bob.ID)
+	_, err = s.Follow(ctx, id["alice"], id["bob"])
 	if !errors.Is(err, ErrBusy) {
 		t.Errorf("follow while another connection writes: %v, want ErrBusy", err)
 	}
@@ -295,7 +288,7 @@ func TestSQLiteBusyTimeoutIsErrBusy(t *testing.T) {
 		t.Errorf("sign-up while another connection writes: %v, want ErrBusy", err)
 	}
 	holder()
-	if _, err := s.Follow(ctx, alice.ID, bob.ID); err != nil {
+	if _, err := s.Follow(ctx, id["alice"], id["bob"]); err != nil {
 		t.Errorf("follow once the lock is free: %v", err)
 	}
 }
@@ -332,23 +325,16 @@ func TestPostgresLockTimeoutIsErrBusy(t *testing.T) {
 	}
 	defer s.Close()
 	ctx := context.Background()
-	alice, err := s.CreateUser(ctx, "alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bob, err := s.CreateUser(ctx, "bob")
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := users(t, s, "alice", "bob")
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `SELECT 1 FROM "Users" WHERE "Id" = $1 FOR UPDATE`, bob.ID); err != nil {
+	if _, err := tx.ExecContext(ctx, `SELECT 1 FROM "Users" WHERE "Id" = $1 FOR UPDATE`, id["bob"]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Follow(ctx, alice.ID, bob.ID); !errors.Is(err, ErrBusy) {
+	if _, err := s.Follow(ctx, id["alice"], id["bob"]); !errors.Is(err, ErrBusy) {
 		t.Errorf("follow of a user another transaction holds: %v, want ErrBusy", err)
 	}
 }
