@@ -381,8 +381,8 @@ func TestServerGC(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
 	serverGC(noEnv)
-	if p, l := debug.SetGCPercent(100), debug.SetMemoryLimit(math.MaxInt64); p != 400 || l != 64<<20 {
-		t.Errorf("the server's collector: GOGC %d, GOMEMLIMIT %d; want 400, 64 MiB", p, l)
+	if p, l := debug.SetGCPercent(100), debug.SetMemoryLimit(math.MaxInt64); p != 400 || l != 44<<20 {
+		t.Errorf("the server's collector: GOGC %d, GOMEMLIMIT %d; want 400, 44 MiB", p, l)
 	}
 	serverGC(func(k string) string { return map[string]string{"GOGC": "200", "GOMEMLIMIT": "1GiB"}[k] })
 	if p, l := debug.SetGCPercent(100), debug.SetMemoryLimit(math.MaxInt64); p != 100 || l != math.MaxInt64 {

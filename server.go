@@ -131,8 +131,10 @@ func serverGC(getenv func(string) string) {
 	if getenv("GOMEMLIMIT") == "" {
 		// Should the live heap grow (caches full of large documents), the
 		// collector runs as often as it must to stay near this, rather
-		// than let the heap reach five times the live one.
-		debug.SetMemoryLimit(64 << 20)
+		// than let the heap reach five times the live one. With SQLite's
+		// caches and the mapped binary, this keeps the server's peak
+		// resident size under 100 MiB (docs/decisions/gc-settings.md).
+		debug.SetMemoryLimit(44 << 20)
 	}
 }
 

@@ -19,15 +19,16 @@ import (
 // sqliteDSN adds the connection settings every pooled connection needs. They
 // go in the DSN because a PRAGMA run with Exec reaches only one connection.
 //
-// Pool and page caches: four connections with a 4 MB page cache each.
-// On two cores four connections keep both busy, and each connection's
-// cache holds more of the pages that every request visits (a cache miss
-// is a pread, a visible share of the fan-out query's CPU with small
-// caches). Against eight connections with 1 MB each, the fan-out query
-// ran faster with a lower p99, and the peak resident size was no higher:
-// each pooled connection also keeps its own copy of every prepared
-// statement, and eight connections' caches had been most of the peak
-// resident size under concurrent requests (docs/decisions/sqlite-pool.md).
+// Pool and page caches: four connections with a 2 MB page cache each.
+// On two cores four connections keep both busy. Against eight
+// connections with 1 MB each, the fan-out query ran faster with a lower
+// p99, and the peak resident size was no higher: each pooled connection
+// also keeps its own copy of every prepared statement. A cached page
+// costs twice its size in memory (this build's allocator gives SQLite's
+// 4.3 KB page entries 8 KiB slots), so 4 MB caches held 30 MiB, a
+// quarter of the server's peak; halved, the fan-out, profile and
+// many-viewers suggestions queries ran no slower
+// (docs/decisions/sqlite-pool.md).
 //
 // Not mmap_size: reading through a mapping of the file skipped this
 // build's one shared page-cache mutex and cut suggestions' CPU under
@@ -39,7 +40,7 @@ const sqlitePoolSize = 4
 
 // sqliteCacheSize is every pooled connection's page cache (negative: in
 // KiB), set in the DSN and set back after a bulk import widened it.
-const sqliteCacheSize = "-4000"
+const sqliteCacheSize = "-2000"
 
 // sqliteBusyTimeout is how long a connection waits for the write lock
 // before its statement fails with SQLITE_BUSY (ErrBusy), unless the DSN
