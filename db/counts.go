@@ -36,11 +36,20 @@ func counted(other string) string {
 
 var deactivatedIDs = `SELECT d.Id FROM Users AS d WHERE NOT (` + active("d") + `)`
 
+// bumpFollowingVersion is the assignment that every statement setting
+// FollowingCount outside the count triggers makes as well: a user's
+// FollowingVersion goes up whenever its following list may have changed,
+// and the triggers bump it in the same UPDATE as the count. The store's
+// lists kept in memory are read again when it moves (followLists). A
+// recount after a deactivation bumps it with no list changed, which costs
+// those users' lists one more read, not a wrong answer.
+const bumpFollowingVersion = `FollowingVersion = FollowingVersion + 1`
+
 // recountUsers is the statement that sets the counts of the users whose
 // ids affected selects by the count rule.
 func recountUsers(affected string) string {
 	return `UPDATE Users SET FollowerCount = ` + followerCount("Users.Id") + `,
-  FollowingCount = ` + followingCount("Users.Id") + `
+  FollowingCount = ` + followingCount("Users.Id") + `, ` + bumpFollowingVersion + `
 WHERE Id IN (` + affected + `)`
 }
 
@@ -55,7 +64,8 @@ func recountUsersGrouped(affected string) string {
 	grouped := func(end, other string) string {
 		return `SELECT f.` + end + ` AS Id, COUNT(*) AS n FROM Follows AS f WHERE ` + counted(other) + ` GROUP BY f.` + end
 	}
-	return `UPDATE Users SET FollowerCount = coalesce(c.Followers, 0), FollowingCount = coalesce(c.Following, 0)
+	return `UPDATE Users SET FollowerCount = coalesce(c.Followers, 0), FollowingCount = coalesce(c.Following, 0),
+  ` + bumpFollowingVersion + `
 FROM (SELECT u.Id, fr.n AS Followers, fg.n AS Following FROM Users AS u
   LEFT JOIN (` + grouped("FolloweeId", "FollowerId") + `) AS fr ON fr.Id = u.Id
   LEFT JOIN (` + grouped("FollowerId", "FolloweeId") + `) AS fg ON fg.Id = u.Id

@@ -118,7 +118,8 @@ func truncateEmptyFollows(ctx context.Context, r runner) error {
 // where recounting grouped the follow table twice, which took longer
 // than loading it.
 func (*postgresDialect) setImportedCounts() string {
-	return `UPDATE Users AS u SET FollowerCount = (c.value ->> 1)::integer, FollowingCount = (c.value ->> 2)::integer
+	return `UPDATE Users AS u SET FollowerCount = (c.value ->> 1)::integer, FollowingCount = (c.value ->> 2)::integer,
+  ` + bumpFollowingVersion + `
 FROM jsonb_array_elements(?::jsonb) AS c WHERE u.Id = (c.value ->> 0)::integer`
 }
 

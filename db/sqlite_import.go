@@ -34,7 +34,8 @@ func (*sqliteDialect) bulkReset() []string {
 func (*sqliteDialect) afterImport() []string { return nil }
 
 func (*sqliteDialect) setImportedCounts() string {
-	return `UPDATE Users SET FollowerCount = c.value ->> 1, FollowingCount = c.value ->> 2
+	return `UPDATE Users SET FollowerCount = c.value ->> 1, FollowingCount = c.value ->> 2,
+  ` + bumpFollowingVersion + `
 FROM json_each(?) AS c WHERE Users.Id = c.value ->> 0`
 }
 
