@@ -3,6 +3,7 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"embed"
@@ -118,6 +119,11 @@ type Store struct {
 	replicaMaxLag time.Duration // WithReplicas
 	// suggestionBudget, if positive, replaces SuggestionBudget (tests).
 	suggestionBudget int
+	// lists are the following lists suggestions keep (followLists), for
+	// the dialects that count in Go; listBytes, if positive, replaces
+	// FollowListBytes (tests).
+	lists     *followLists
+	listBytes int
 }
 
 // logger is where the store says what an operator should know.
@@ -195,6 +201,7 @@ func open(ctx context.Context, d dialect, dsn, connStr string, opts []Option) (_
 	for _, opt := range opts {
 		opt(s)
 	}
+	s.lists = newFollowLists(cmp.Or(s.listBytes, FollowListBytes))
 	if err := s.checkIntegrity(ctx); err != nil {
 		return nil, err
 	}

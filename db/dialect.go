@@ -220,14 +220,18 @@ type (
 
 	// listSuggester is for a dialect whose SQL would group and order
 	// suggestions at a higher cost than Go does: suggestionData reads,
-	// for a batch within a budget, rows (k, Sampled, Ids), Ids a
-	// comma-separated id list: with k the query's position, every follow
-	// by the people the user follows that the budget takes, and whether
-	// it left any out; with k -1 minus the position, the ids suggestions
-	// leave out. The store counts and ranks (rankedSuggestions). A
-	// dialect has this or sqlSuggester.
+	// for a batch within a budget, rows (k, Sampled, Heads): with k the
+	// query's position, the people the user follows that the budget
+	// takes, as a comma-separated list of id:FollowingVersion, and
+	// whether it left any out; with k -1 minus the position, Heads is
+	// the comma-separated ids suggestions leave out. followingLists reads
+	// the lists of a JSON array of ids (see idList), rows (Id,
+	// FollowingVersion, Ids), Ids the comma-separated ids it follows. The
+	// store keeps the lists (followLists), counts and ranks
+	// (rankedSuggestions). A dialect has this or sqlSuggester.
 	listSuggester interface {
 		suggestionData(qs []SuggestionQuery, budget int) (string, []any)
+		followingLists() string
 	}
 
 	// bulkLoader is bulk import (see ImportGraph); without it, the

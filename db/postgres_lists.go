@@ -33,28 +33,28 @@ CROSS JOIN LATERAL (
   LIMIT q.Lim) AS p`)
 
 // postgresSuggestionData reads suggestions' data for a batch of users
-// given as one JSON parameter (see
-// listSuggester, and sqliteSuggestionData, which reads the same the same
-// way): per user, its newest follows off the keyset index, at most
-// budget+1 of them, with the running sum of their cost, then each taken
-// followee's follows whole, an index range each, as one text list; and
-// the ids to leave out. The store counts and ranks in Go. Ranking in SQL
-// (this dialect's statement until the budget) grouped every follow read
-// and probed Follows and Blocks twice for each, which cost PostgreSQL more
-// CPU than PostGraphile's plain join and group
+// given as one JSON parameter (see listSuggester, and
+// sqliteSuggestionData, which reads the same the same way): per user, its
+// newest follows off the keyset index, at most budget+1 of them, with the
+// running sum of their cost, those the budget takes as id:version pairs;
+// and the ids to leave out. The store takes the lists from memory or
+// reads them (postgresFollowingLists), counts and ranks in Go. Ranking in
+// SQL (this dialect's statement until the budget) grouped every follow
+// read and probed Follows and Blocks twice for each, which cost
+// PostgreSQL more CPU than PostGraphile's plain join and group
 // (docs/decisions/suggestions-budget.md).
 var postgresSuggestionData = `WITH q AS (
   SELECT (j.value ->> 0)::integer AS k, (j.value ->> 1)::integer AS UserId, (j.value ->> 3)::integer AS Budget
   FROM jsonb_array_elements(?::jsonb) AS j)
-SELECT q.k, d.Sampled, d.Ids
+SELECT q.k, d.Sampled, d.Heads
 FROM q CROSS JOIN LATERAL (
-  SELECT coalesce(max(m.Run) > q.Budget, false) AS Sampled, string_agg(f2.FolloweeId::text, ',') AS Ids
-  FROM (SELECT mine.FolloweeId, ` + active("v") + ` AS Active,
+  SELECT coalesce(max(m.Run) > q.Budget, false) AS Sampled,
+    string_agg(CASE WHEN m.Active AND m.Run <= q.Budget THEN m.FolloweeId::text || ':' || m.Version::text END, ',') AS Heads
+  FROM (SELECT mine.FolloweeId, ` + active("v") + ` AS Active, v.FollowingVersion AS Version,
           sum(` + followeeCost("v") + `) OVER (ORDER BY mine.CreatedAt DESC, mine.FolloweeId DESC ROWS UNBOUNDED PRECEDING) AS Run
         FROM (SELECT nf.FolloweeId, nf.CreatedAt FROM Follows AS nf WHERE nf.FollowerId = q.UserId
               ORDER BY nf.CreatedAt DESC, nf.FolloweeId DESC LIMIT q.Budget + 1) AS mine
-          JOIN Users AS v ON v.Id = mine.FolloweeId) AS m
-    LEFT JOIN Follows AS f2 ON m.Active AND m.Run <= q.Budget AND f2.FollowerId = m.FolloweeId) AS d
+          JOIN Users AS v ON v.Id = mine.FolloweeId) AS m) AS d
 UNION ALL
 SELECT -1 - q.k, false, (SELECT string_agg(x.Id::text, ',') FROM (
     SELECT f.FolloweeId AS Id FROM Follows AS f WHERE f.FollowerId = q.UserId
@@ -63,3 +63,12 @@ SELECT -1 - q.k, false, (SELECT string_agg(x.Id::text, ',') FROM (
     UNION ALL
     SELECT bl.BlockerId FROM Blocks AS bl WHERE bl.BlockedId = q.UserId) AS x)
 FROM q`
+
+// postgresFollowingLists reads users' following lists, each with its
+// version from the same snapshot: the list is one range of the primary
+// key, (FollowerId, FolloweeId), read index only.
+var postgresFollowingLists = `SELECT u.Id, u.FollowingVersion,
+  (SELECT string_agg(f.FolloweeId::text, ',') FROM Follows AS f WHERE f.FollowerId = u.Id)
+FROM Users AS u WHERE u.Id IN (` + postgresIDSet + `)`
+
+func (*postgresDialect) followingLists() string { return postgresFollowingLists }

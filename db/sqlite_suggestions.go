@@ -4,30 +4,28 @@ package db
 // order them by sorting. This is the statement that reads their data.
 
 // sqliteSuggestionData is one user's share of the data its suggestions
-// come from, as rows (k, Sampled, Ids), Ids a comma-separated list: with k
-// the query's position, every follow by the people the user follows that
-// the budget takes (see SuggestionBudget), and whether it left any out;
-// with k -1 minus the position, the people the user follows and the
-// people it blocks or is blocked by, whom suggestions leave out.
+// come from, as rows (k, Sampled, Heads): with k the query's position,
+// the people the user follows whose lists the budget takes (see
+// SuggestionBudget), as id:FollowingVersion pairs, and whether it left
+// any out; with k -1 minus the position, the people the user follows and
+// the people it blocks or is blocked by, whom suggestions leave out.
 //
 // The user's follows are read newest first off the keyset index, at most
 // budget+1 of them (each costs at least 1, so the one past that is past
-// the budget anyway), with a running sum of their cost; each followee the
-// budget takes is one range of a covering index, read whole. The counting
-// and excluding that SQLite would do by sorting groups on disk pages and
-// by a lookup per row, Go does on the ids in memory (tally.count). A list
-// in one row rather than a row per id costs a third less
-// (docs/decisions/suggestions-ranked-in-go.md): the driver's work per row
-// outweighs SQLite's per id. Nothing is kept between calls: read this way,
-// a call costs about what a call that found its lists in memory did
-// (docs/decisions/suggestions-budget.md).
-var sqliteSuggestionData = `SELECT ? AS k, coalesce(max(m.Run) > ?, 0), group_concat(f2.FolloweeId)
-FROM (SELECT mine.FolloweeId, ` + active("v") + ` AS Active,
+// the budget anyway), with a running sum of their cost. The lists
+// themselves the store holds (followLists) or reads with
+// sqliteFollowingLists; the counting and excluding that SQLite would do
+// by sorting groups on disk pages and by a lookup per row, Go does on the
+// ids in memory (tally.count). A list in one row rather than a row per id
+// costs a third less (docs/decisions/suggestions-ranked-in-go.md): the
+// driver's work per row outweighs SQLite's per id.
+var sqliteSuggestionData = `SELECT ? AS k, coalesce(max(m.Run) > ?, 0),
+  group_concat(CASE WHEN m.Active AND m.Run <= ? THEN m.FolloweeId || ':' || m.Version END)
+FROM (SELECT mine.FolloweeId, ` + active("v") + ` AS Active, v.FollowingVersion AS Version,
         sum(` + followeeCost("v") + `) OVER (ORDER BY mine.CreatedAt DESC, mine.FolloweeId DESC ROWS UNBOUNDED PRECEDING) AS Run
       FROM (SELECT nf.FolloweeId, nf.CreatedAt FROM Follows AS nf WHERE nf.FollowerId = ?
             ORDER BY nf.CreatedAt DESC, nf.FolloweeId DESC LIMIT ?) AS mine
         JOIN Users AS v ON v.Id = mine.FolloweeId) AS m
-  LEFT JOIN Follows AS f2 ON m.Active AND m.Run <= ? AND f2.FollowerId = m.FolloweeId
 UNION ALL
 SELECT -1 - ?, 0, group_concat(x.Id) FROM (
   SELECT f.FolloweeId AS Id FROM Follows AS f WHERE f.FollowerId = ?
@@ -38,8 +36,17 @@ SELECT -1 - ?, 0, group_concat(x.Id) FROM (
 
 func (*sqliteDialect) suggestionData(qs []SuggestionQuery, budget int) (string, []any) {
 	args := func(k int, user int64) []any {
-		return []any{k, budget, user, budget + 1, budget, k, user, user, user}
+		return []any{k, budget, budget, user, budget + 1, k, user, user, user}
 	}
 	return unionBatch(sqliteSuggestionData, len(qs),
 		func(i int) []any { return args(i, qs[i].User) }, args(len(qs), 0))
 }
+
+// sqliteFollowingLists reads users' following lists, each with its
+// version from the same snapshot: the list is one range of the primary
+// key, (FollowerId, FolloweeId), which covers it.
+var sqliteFollowingLists = `SELECT u.Id, u.FollowingVersion,
+  (SELECT group_concat(f.FolloweeId) FROM Follows AS f WHERE f.FollowerId = u.Id)
+FROM Users AS u WHERE u.Id IN (SELECT value FROM json_each(?))`
+
+func (*sqliteDialect) followingLists() string { return sqliteFollowingLists }

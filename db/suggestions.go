@@ -108,10 +108,13 @@ func appendIDs(dst []int64, list string) ([]int64, error) {
 // on their way to the answer.
 type tally struct {
 	// via holds an id for each follow by the people the user follows,
-	// those the budget takes; exclude the ids suggestions leave out;
+	// those the budget takes (the ids of heads' lists); exclude the ids suggestions leave out;
 	// sampled whether the budget left some of the people it follows out.
 	via, exclude []int64
 	sampled      bool
+	// heads are the lists the budget takes: those of the people the user
+	// follows, newest first.
+	heads []listHead
 	// below are the candidates not yet known to be among the best,
 	// pending those that may be, whose users are being read, and best
 	// those that are, their users read and active.
@@ -131,6 +134,8 @@ var tallies = sync.Pool{New: func() any {
 
 func (t *tally) reset() {
 	t.via, t.exclude, t.sampled = t.via[:0], t.exclude[:0], false
+	clear(t.heads) // the lists they point at may be dropped
+	t.heads = t.heads[:0]
 	t.below, t.pending, t.best = t.below[:0], t.pending[:0], t.best[:0]
 }
 
@@ -159,8 +164,11 @@ func (t *tally) count() {
 }
 
 // rankedSuggestions answers the batch with one statement that reads, per
-// user, every follow of the people it follows that the budget takes, as
-// one id list, and the ids to leave out (suggestionData), and one that
+// user, the people it follows that the budget takes, each with the
+// version of its own following list, and the ids to leave out
+// (suggestionData); the lists it finds held at those versions it takes
+// from memory, and reads the others in one statement (followingLists,
+// see followLists). It counts the ids of those lists, and one statement
 // reads the users who can be among each query's best: those with at least
 // the via count of its first-th best candidate, all tied at that count
 // included, since names break ties. Only when deactivated users among
@@ -186,7 +194,7 @@ func (s *Store) rankedSuggestions(ctx context.Context, d listSuggester, qs []Sug
 		switch {
 		case k >= 0 && k < len(qs):
 			ts[k].sampled = sampled
-			ts[k].via, err = appendIDs(ts[k].via, list.String)
+			ts[k].heads, err = appendHeads(ts[k].heads, list.String)
 		case k < 0 && -1-k < len(qs):
 			ts[-1-k].exclude, err = appendIDs(ts[-1-k].exclude, list.String)
 		}
@@ -195,9 +203,15 @@ func (s *Store) rankedSuggestions(ctx context.Context, d listSuggester, qs []Sug
 	if err != nil {
 		return err
 	}
+	if err := s.readLists(ctx, d, ts); err != nil {
+		return err
+	}
 	var ids []int64
 	for i, q := range qs {
 		t := ts[i]
+		for _, h := range t.heads {
+			t.via = appendList(t.via, h.ids)
+		}
 		t.exclude = append(t.exclude, q.User)
 		t.count()
 		ids = t.promote(q.First, ids)
@@ -217,6 +231,78 @@ func (s *Store) rankedSuggestions(ctx context.Context, d listSuggester, qs []Sug
 		return nil
 	}
 	return s.rankUsers(ctx, qs, ts, out, ids)
+}
+
+// readLists finds the lists of the tallies' heads: held ones from
+// s.lists, the others read in one statement and held for the next call.
+// A list read here may be newer than the version its head was read at
+// (a follow committed between the two statements); the call uses it, as
+// a call that started a moment later would have.
+func (s *Store) readLists(ctx context.Context, d listSuggester, ts []*tally) error {
+	var missing []int64
+	for _, t := range ts {
+		missing = s.lists.lookup(t.heads, missing)
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	slices.Sort(missing)
+	missing = slices.Compact(missing)
+	read := make(map[int64][]byte, len(missing))
+	var buf []int64
+	err := s.scanBatch(ctx, d.followingLists(), []any{idList(missing)}, func(rows *rows) error {
+		var user, version int64
+		var list sql.NullString
+		if err := rows.Scan(&user, &version, &list); err != nil {
+			return err
+		}
+		var err error
+		if buf, err = appendIDs(buf[:0], list.String); err != nil {
+			return err
+		}
+		coded := codeList(buf)
+		read[user] = coded
+		s.lists.put(user, version, coded)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, t := range ts {
+		for i := range t.heads {
+			if h := &t.heads[i]; !h.ok {
+				h.ids = read[h.user] // none for a user deleted meanwhile
+			}
+		}
+	}
+	return nil
+}
+
+// appendHeads appends the heads of a comma-separated list of
+// user:version pairs to dst.
+func appendHeads(dst []listHead, list string) ([]listHead, error) {
+	for len(list) > 0 {
+		field := list
+		if i := strings.IndexByte(list, ','); i >= 0 {
+			field, list = list[:i], list[i+1:]
+		} else {
+			list = ""
+		}
+		user, version, ok := strings.Cut(field, ":")
+		if !ok {
+			return dst, fmt.Errorf("read a list version: %q has no version", field)
+		}
+		var h listHead
+		var err error
+		if h.user, err = strconv.ParseInt(user, 10, 64); err != nil {
+			return dst, fmt.Errorf("read a list version: %w", err)
+		}
+		if h.version, err = strconv.ParseInt(version, 10, 64); err != nil {
+			return dst, fmt.Errorf("read a list version: %w", err)
+		}
+		dst = append(dst, h)
+	}
+	return dst, nil
 }
 
 // promote moves from below to pending the candidates that can be among
