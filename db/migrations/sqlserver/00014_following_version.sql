@@ -25,22 +25,21 @@
 
 -- +goose Up
 -- bigint: a counter that is never reset outlives int's 2,147,483,647
--- changes. A named default, as the counts' (DF_Users_FollowingCount), so
--- that adoption gives an EF Core column of this name the same default
--- and the Down can drop it by name.
+-- changes. A named default, as the counts' (DF_Users_FollowingCount),
+-- which the Down drops by name; adoption gives the same one to a
+-- FollowingVersion an EF Core model added NOT NULL without a default.
 ALTER TABLE [Users] ADD [FollowingVersion] bigint NOT NULL CONSTRAINT [DF_Users_FollowingVersion] DEFAULT 0;
 
--- A user who follows anyone starts at 1, so that version 0 always means
--- "follows no one, ever since this migration". A version already above 0
--- (an EF Core database whose model added the column, which adoption
--- keeps) is left as it is: a version only goes up. Users' lock escalation
--- is off (migration 11), so updating a million followers would hold a
--- row lock each (96 bytes apiece) to the commit; TABLOCKX takes the table
--- instead, as the import does (beforeUserIDs in db/sqlserver_import.go).
--- That costs no concurrency: the ALTER TABLE above holds Users whole to
--- the commit already (its schema modification lock), and where adoption
--- skips it, the adopting transaction runs while the app's writes are
--- stopped.
+-- A user who follows anyone starts at 1, so that a user with follows
+-- never has version 0. A version already above 0 is left as it is (a
+-- version only goes up), so the statement can run again. Users' lock
+-- escalation is off (migration 11), so updating a million followers would
+-- hold a row lock each (96 bytes apiece) to the commit; TABLOCKX takes
+-- the table instead, as the import does (beforeUserIDs in
+-- db/sqlserver_import.go). That costs no concurrency: the ALTER TABLE
+-- above holds Users whole to the commit already (its schema modification
+-- lock), and where adoption skips it (an EF Core model added the column),
+-- the adopting transaction runs while the app's writes are stopped.
 -- +goose StatementBegin
 UPDATE u SET [FollowingVersion] = 1
 FROM [Users] AS u WITH (TABLOCKX)
