@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -168,7 +169,7 @@ type efWrites struct {
 var efWritesFor = map[string]efWrites{
 	"sqlite": {
 		insertUser: efCommand{stmts: []string{`INSERT INTO "Users" ("DeactivatedAt", "ExternalId", "Name")
-VALUES (@p0, @p1, @p2);`, `SELECT "Id", "FollowerCount", "FollowingCount", "SecurityStamp"
+VALUES (@p0, @p1, @p2);`, `SELECT "Id", "FollowerCount", "FollowingCount", "FollowingVersion", "SecurityStamp"
 FROM "Users"
 WHERE changes() = 1 AND "rowid" = last_insert_rowid();`}, params: []string{"p0", "p1", "p2"}, check: efRow, saveChanges: true},
 		insertFollow: efCommand{stmts: []string{`INSERT INTO "Follows" ("FollowerId", "FolloweeId")
@@ -187,7 +188,7 @@ WHERE "u"."Id" = @id`}, params: []string{"id"}, check: efReturned},
 	"postgres": {
 		insertUser: efCommand{stmts: []string{`INSERT INTO "Users" ("DeactivatedAt", "ExternalId", "Name")
 VALUES ($1, $2, $3)
-RETURNING "Id", "FollowerCount", "FollowingCount", "SecurityStamp";`}, check: efRow, saveChanges: true},
+RETURNING "Id", "FollowerCount", "FollowingCount", "FollowingVersion", "SecurityStamp";`}, check: efRow, saveChanges: true},
 		insertFollow: efCommand{stmts: []string{`INSERT INTO "Follows" ("FollowerId", "FolloweeId")
 VALUES ($1, $2)
 RETURNING "CreatedAt", "Muted", "NotificationsEnabled";`}, check: efRow, saveChanges: true},
@@ -202,7 +203,7 @@ WHERE u."Id" = $1`}, check: efReturned},
 	},
 	"sqlserver": {
 		insertUser: efCommand{stmts: []string{`INSERT INTO [Users] ([DeactivatedAt], [ExternalId], [Name])
-VALUES (@p0, @p1, @p2);`, `SELECT [Id], [FollowerCount], [FollowingCount], [SecurityStamp]
+VALUES (@p0, @p1, @p2);`, `SELECT [Id], [FollowerCount], [FollowingCount], [FollowingVersion], [SecurityStamp]
 FROM [Users]
 WHERE @@ROWCOUNT = 1 AND [Id] = scope_identity();`}, params: []string{"p0", "p1", "p2"}, decl: "@p0 datetime2(7), @p1 nvarchar(450), @p2 nvarchar(450)", check: efRow, saveChanges: true},
 		insertFollow: efCommand{stmts: []string{`INSERT INTO [Follows] ([FollowerId], [FolloweeId])
@@ -399,10 +400,41 @@ func TestEFCoreWritePaths(t *testing.T) {
 			if err := s.rawQueryRow(`SELECT SecurityStamp FROM Users WHERE Id = ?`, id[name]).Scan(&stored); err != nil {
 				t.Fatal(err)
 			}
-			if got := fmt.Sprint(row[3]); got != stored || !ValidStamp(got) {
+			if got := fmt.Sprint(row[4]); got != stored || !ValidStamp(got) {
 				t.Errorf("EF Core reads back %s's stamp as %q; the row holds %q", name, got, stored)
 			}
+			if got := fmt.Sprint(row[3]); got != "0" {
+				t.Errorf("EF Core reads back %s's FollowingVersion as %s; want 0, following no one", name, got)
+			}
 		}
+		// Users' FollowingVersion goes up whenever the users they follow
+		// change, whoever writes: each step below says whose versions it
+		// moves, and the others' stay.
+		versions := func() map[string]int64 {
+			t.Helper()
+			out := map[string]int64{}
+			for name, uid := range id {
+				var v int64
+				err := s.rawQueryRow(`SELECT FollowingVersion FROM Users WHERE Id = ?`, uid).Scan(&v)
+				if errors.Is(err, sql.ErrNoRows) {
+					continue // deleted
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				out[name] = v
+			}
+			return out
+		}
+		requireMoved := func(after string, before map[string]int64, moved ...string) {
+			t.Helper()
+			for name, v := range versions() {
+				if want := slices.Contains(moved, name); (v > before[name]) != want || v < before[name] {
+					t.Errorf("after %s %s's FollowingVersion went from %d to %d; want it moved: %v", after, name, before[name], v, want)
+				}
+			}
+		}
+		before := versions()
 		follow := func(who, whom string) {
 			t.Helper()
 			var row []any
@@ -424,10 +456,13 @@ func TestEFCoreWritePaths(t *testing.T) {
 		// INSERT of the join entity.
 		follow("ann", "cat")
 		requireExactCounts(t, s, "the follows")
+		requireMoved("the follows", before, "ann", "ben", "cat", "dan", "eve", "fay")
 
 		// Unfollow (context.Follows.Remove, or ann.Following.Remove(cat)).
+		before = versions()
 		saveChanges(t, s, func(tx *sql.Tx) { ef.deleteFollow.send(t, s.d.name(), tx, id["ann"], id["cat"]) })
 		requireExactCounts(t, s, "the unfollow")
+		requireMoved("the unfollow", before, "ann")
 
 		// Blocks both ways around ben, eve and fay: the server's.
 		for _, b := range [][2]string{{"ben", "eve"}, {"fay", "ben"}, {"eve", "dan"}, {"ann", "eve"}, {"fay", "cat"}} {
@@ -439,12 +474,14 @@ func TestEFCoreWritePaths(t *testing.T) {
 		// Option 2: context.Users.Remove(ben) with ben.Following loaded
 		// (ClientCascade): EF Core deletes ben -> cat, then ben; the
 		// FolloweeId cascade deletes ann, cat, dan -> ben.
+		before = versions()
 		saveChanges(t, s, func(tx *sql.Tx) {
 			ef.deleteFollow.send(t, s.d.name(), tx, id["ben"], id["cat"])
 			ef.deleteUser.send(t, s.d.name(), tx, id["ben"])
 		})
 		requireGone(t, s, id["ben"])
 		requireExactCounts(t, s, "deleting ben through the cascade")
+		requireMoved("deleting ben through the cascade", before, "ann", "cat", "dan")
 
 		// Option 2 for a deactivated user: fay, whom eve, ann and dan
 		// follow. Their counts never counted her and must not drop.
@@ -452,21 +489,27 @@ func TestEFCoreWritePaths(t *testing.T) {
 			t.Fatal(err)
 		}
 		requireExactCounts(t, s, "deactivating fay")
+		// Their follows of fay go, so their lists change: the versions
+		// move though the counts do not.
+		before = versions()
 		saveChanges(t, s, func(tx *sql.Tx) {
 			ef.deleteFollow.send(t, s.d.name(), tx, id["fay"], id["eve"])
 			ef.deleteUser.send(t, s.d.name(), tx, id["fay"])
 		})
 		requireGone(t, s, id["fay"])
 		requireExactCounts(t, s, "deleting the deactivated fay through the cascade")
+		requireMoved("deleting the deactivated fay through the cascade", before, "ann", "dan", "eve")
 
 		// Option 3 for eve, who blocked dan and whom ann blocked:
 		// context.Follows.Where(f => f.FollowerId == id || f.FolloweeId
 		// == id).ExecuteDelete(), then context.Users.Where(u => u.Id ==
 		// id).ExecuteDelete().
+		before = versions()
 		saveChanges(t, s, func(tx *sql.Tx) { ef.executeDeleteFollows.send(t, s.d.name(), tx, id["eve"]) })
 		saveChanges(t, s, func(tx *sql.Tx) { ef.executeDeleteUser.send(t, s.d.name(), tx, id["eve"]) })
 		requireGone(t, s, id["eve"])
 		requireExactCounts(t, s, "deleting eve's follows, then eve")
+		requireMoved("deleting eve's follows, then eve", before, "cat")
 	})
 }
 
@@ -578,8 +621,8 @@ func TestEFCoreSQLiteReturning(t *testing.T) {
 	// AppendInsertReturningOperation.
 	if err := s.db.QueryRow(`INSERT INTO "Users" ("DeactivatedAt", "ExternalId", "Name")
 VALUES (@p0, @p1, @p2)
-RETURNING "Id", "FollowerCount", "FollowingCount", "SecurityStamp";`,
-		sql.Named("p0", nil), sql.Named("p1", nil), sql.Named("p2", "ann")).Scan(&id, new(int), new(int), &stamp); err != nil {
+RETURNING "Id", "FollowerCount", "FollowingCount", "FollowingVersion", "SecurityStamp";`,
+		sql.Named("p0", nil), sql.Named("p1", nil), sql.Named("p2", "ann")).Scan(&id, new(int), new(int), new(int64), &stamp); err != nil {
 		t.Fatal(err)
 	}
 	var stored string
@@ -660,12 +703,13 @@ var efWithoutHasTrigger = []struct {
 	refused bool
 }{
 	{"insert a user", `INSERT INTO [Users] ([DeactivatedAt], [ExternalId], [Name])
-OUTPUT INSERTED.[Id], INSERTED.[FollowerCount], INSERTED.[FollowingCount], INSERTED.[SecurityStamp]
+OUTPUT INSERTED.[Id], INSERTED.[FollowerCount], INSERTED.[FollowingCount], INSERTED.[FollowingVersion], INSERTED.[SecurityStamp]
 VALUES (@p0, @p1, @p2);`, "@p0 datetime2(7), @p1 nvarchar(450), @p2 nvarchar(450)",
 		func(_, _ int64) []any { return []any{nil, nil, "cat"} }, false},
-	// The counts are generated on add and update, so read back.
+	// The counts and FollowingVersion are generated on add and update,
+	// so read back.
 	{"update a user", `UPDATE [Users] SET [DeactivatedAt] = @p0
-OUTPUT INSERTED.[FollowerCount], INSERTED.[FollowingCount]
+OUTPUT INSERTED.[FollowerCount], INSERTED.[FollowingCount], INSERTED.[FollowingVersion]
 WHERE [Id] = @p1;`, "@p0 datetime2(7), @p1 int",
 		func(ann, _ int64) []any { return []any{nil, ann} }, false},
 	{"delete a user", `DELETE FROM [Users]
@@ -972,8 +1016,12 @@ func TestEFCoreModelNames(t *testing.T) {
 // migrations find nothing to change, read from the migrations themselves
 // so that a new migration the model lags behind fails here: every
 // collation SQL Server's give a column (UseCollation), every width of an
-// nvarchar column (HasMaxLength), and PostgreSQL's GENERATED ALWAYS
-// identities (UseIdentityAlwaysColumn; Npgsql's default is BY DEFAULT).
+// nvarchar column (HasMaxLength), PostgreSQL's GENERATED ALWAYS
+// identities (UseIdentityAlwaysColumn; Npgsql's default is BY DEFAULT),
+// every column a migration adds (a property of the CLR type and
+// nullability the column's type maps to), every column a trigger keeps
+// (ValueGeneratedOnAddOrUpdate), and on every dialect a column for each
+// property.
 func TestEFCoreModelColumns(t *testing.T) {
 	src, err := os.ReadFile("../docs/efcore/FollowsContext.cs")
 	if err != nil {
@@ -1002,6 +1050,82 @@ func TestEFCoreModelColumns(t *testing.T) {
 	if got := strings.Count(model, "UseIdentityAlwaysColumn()"); got != always {
 		t.Errorf("the PostgreSQL migrations make %d GENERATED ALWAYS identity columns; the model declares %d UseIdentityAlwaysColumn()", always, got)
 	}
+
+	// Every column a SQL Server migration adds to a table is a property
+	// of the table's entity in Entities.cs, of the CLR type EF Core maps
+	// to the column's type, nullable where the column is.
+	props := efEntityProperties(t)
+	entity := map[string]string{"Users": "User", "Follows": "Follow", "Blocks": "Block"}
+	clr := map[string]string{"int": "int", "bigint": "long", "smallint": "short", "bit": "bool", "datetime2": "DateTime", "nvarchar": "string"}
+	for _, m := range regexp.MustCompile(`(?i)ALTER TABLE \[(\w+)\] ADD \[(\w+)\] (\w+)[^;]*?\b(NOT NULL|NULL)\b`).FindAllStringSubmatch(sqlserver, -1) {
+		want := clr[strings.ToLower(m[3])]
+		if !strings.EqualFold(m[4], "NOT NULL") {
+			want += "?"
+		}
+		if got, ok := props[entity[m[1]]][m[2]]; !ok || got != want {
+			t.Errorf("a SQL Server migration adds %s.%s %s %s; Entities.cs declares %s.%s as %q, want %s", m[1], m[2], m[3], m[4], entity[m[1]], m[2], got, want)
+		}
+	}
+	// Every column a trigger keeps (SET [X] = u.[X] + ...) the model marks
+	// generated, so that EF Core never sends it and reads it back.
+	generated := regexp.MustCompile(`ValueGeneratedOnAddOrUpdate\(\)`)
+	for _, m := range regexp.MustCompile(`\[(\w+)\] = u\.\[(\w+)\] \+`).FindAllStringSubmatch(sqlserver, -1) {
+		if m[1] != m[2] {
+			continue
+		}
+		byName := strings.Contains(model, "nameof(User."+m[1]+")")
+		byLambda := regexp.MustCompile(`Property\(x => x\.` + m[1] + `\)[^;]*\.ValueGeneratedOnAddOrUpdate\(\)`).MatchString(model)
+		if !(byName && generated.MatchString(model)) && !byLambda {
+			t.Errorf("the SQL Server count trigger keeps Users.%s; the model does not mark it ValueGeneratedOnAddOrUpdate", m[1])
+		}
+	}
+	// And every dialect's migrations make each scalar property's column
+	// (ViewerWrite is PostgreSQL's alone).
+	quote := map[string]func(string) string{
+		"sqlite":    func(c string) string { return `"` + c + `"` },
+		"postgres":  func(c string) string { return `"` + c + `"` },
+		"sqlserver": func(c string) string { return "[" + c + "]" },
+	}
+	for _, d := range Dialects {
+		text := script(d)
+		for class, cols := range props {
+			if class == "ViewerWrite" && d != "postgres" {
+				continue
+			}
+			for col := range cols {
+				if !strings.Contains(text, quote[d](col)) {
+					t.Errorf("Entities.cs declares %s.%s; the %s migrations make no column %s", class, col, d, quote[d](col))
+				}
+			}
+		}
+	}
+}
+
+// efEntityProperties reads docs/efcore/Entities.cs: each class's scalar
+// properties (navigations left out), by name, with their C# types.
+func efEntityProperties(t *testing.T) map[string]map[string]string {
+	t.Helper()
+	src, err := os.ReadFile("../docs/efcore/Entities.cs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scalar := map[string]bool{"int": true, "long": true, "short": true, "bool": true, "DateTime": true, "string": true}
+	out := map[string]map[string]string{}
+	class := ""
+	classRE := regexp.MustCompile(`^public class (\w+)`)
+	propRE := regexp.MustCompile(`^\s*public ([\w<>]+\??) (\w+) \{`)
+	for _, line := range strings.Split(string(src), "\n") {
+		if m := classRE.FindStringSubmatch(line); m != nil {
+			class = m[1]
+			out[class] = map[string]string{}
+		} else if m := propRE.FindStringSubmatch(line); m != nil && class != "" && scalar[strings.TrimSuffix(m[1], "?")] {
+			out[class][m[2]] = m[1]
+		}
+	}
+	if len(out["User"]) == 0 || len(out["Follow"]) == 0 {
+		t.Fatalf("read no properties of User or Follow from Entities.cs: %v", out)
+	}
+	return out
 }
 
 // Finding 4 of the SQL Server review, as an EF Core app meets it: the app

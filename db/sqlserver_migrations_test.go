@@ -462,10 +462,11 @@ FROM sys.dm_tran_locks AS l WHERE l.request_session_id = @@SPID AND l.resource_d
 // and the migration's check refuses a table holding both.
 func TestSQLServerNameCollation(t *testing.T) {
 	files := sqlserverMigrationFiles(t)
-	m := files[len(files)-1]
-	if m.version != 11 || len(m.up) == 0 {
-		t.Fatalf("the last SQL Server migration is %s, want 00011 with an Up section", m.name)
+	i := slices.IndexFunc(files, func(m tsqlMigration) bool { return m.version == 11 })
+	if i < 0 || len(files[i].up) == 0 {
+		t.Fatal("no SQL Server migration 00011 with an Up section")
 	}
+	m := files[i]
 	first := tsqlCode(m.up[0])
 	order := []string{
 		"collation_name <> N'Latin1_General_100_CI_AS'",
@@ -590,4 +591,114 @@ func TestMigrateDownToCounters(t *testing.T) {
 			counts("after the unfollow", 0)
 		})
 	}
+}
+
+// Users.FollowingVersion goes up whenever the set of users a user follows
+// changes, whoever writes: migration 14 has the count trigger add, in the
+// UPDATE that adjusts the follower's FollowingCount (no second write of
+// the row), the number of the follower's follows the statement changed,
+// with no filter on the followee, so that a follow of a deactivated user
+// (FollowingCount unchanged) moves it too. A user who follows anyone
+// starts at 1. With MSSQL_DSN: a follow, a follow of a deactivated user,
+// a move of a follow to another follower (both move), and deleting a
+// followee through TR_Users_Delete each move the version; a mute does
+// not.
+func TestSQLServerFollowingVersion(t *testing.T) {
+	files := sqlserverMigrationFiles(t)
+	i := slices.IndexFunc(files, func(m tsqlMigration) bool { return m.version == 14 })
+	if i < 0 {
+		t.Fatal("no SQL Server migration 00014")
+	}
+	var up []string
+	for _, stmt := range files[i].up {
+		up = append(up, tsqlCode(stmt))
+	}
+	for _, want := range []string{
+		"ALTER TABLE [Users] ADD [FollowingVersion] bigint NOT NULL CONSTRAINT [DF_Users_FollowingVersion] DEFAULT 0;",
+		"UPDATE u SET [FollowingVersion] = 1 FROM [Users] AS u WITH (TABLOCKX) WHERE u.[FollowingVersion] = 0 AND EXISTS (SELECT 1 FROM [Follows] AS f WHERE f.[FollowerId] = u.[Id]);",
+	} {
+		if !slices.Contains(up, want) {
+			t.Errorf("migration 14's Up lacks\n%s", want)
+		}
+	}
+	body := sqlserverTrigger(t, "TR_Follows_Counts")
+	_, following, ok := strings.Cut(body, "UPDATE u SET [FollowingCount] = u.[FollowingCount] + c.n, [FollowingVersion] = u.[FollowingVersion] + c.changed FROM [Users] AS u")
+	switch {
+	case !ok:
+		t.Errorf("TR_Follows_Counts does not move FollowingVersion in the UPDATE of FollowingCount:\n%s", body)
+	case strings.Count(body, "[FollowingVersion]") != 2:
+		t.Errorf("TR_Follows_Counts names FollowingVersion other than in its one UPDATE of the follower:\n%s", body)
+	case !strings.Contains(following, "COUNT(*) AS changed"):
+		t.Errorf("TR_Follows_Counts does not count the follower's changed follows:\n%s", body)
+	case strings.Contains(following, "WHERE NOT EXISTS"):
+		t.Errorf("TR_Follows_Counts leaves follows of deactivated users out of the follower's UPDATE, and their versions stay:\n%s", body)
+	}
+	s := openSQLServerLive(t, "to move versions by follows, a follow of a deactivated user, a moved follow and a delete")
+	if s == nil {
+		return
+	}
+	ctx := t.Context()
+	id := map[string]int64{}
+	for _, name := range []string{"ann", "ben", "cat", "dan"} {
+		u, err := s.CreateUser(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id[name] = u.ID
+	}
+	type state struct{ following, version int64 }
+	read := func(name string) state {
+		t.Helper()
+		var st state
+		if err := s.rawQueryRow(`SELECT FollowingCount, FollowingVersion FROM Users WHERE Id = ?`, id[name]).Scan(&st.following, &st.version); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	step := func(what string, do func() error, moved ...string) {
+		t.Helper()
+		before := map[string]state{}
+		for name := range id {
+			before[name] = read(name)
+		}
+		if err := do(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		for name := range id {
+			after := read(name)
+			if want := slices.Contains(moved, name); (after.version > before[name].version) != want || after.version < before[name].version {
+				t.Errorf("%s: %s's version went from %d to %d; want it moved: %v", what, name, before[name].version, after.version, want)
+			}
+		}
+	}
+	exec := func(q string, args ...any) func() error {
+		return func() error { _, err := s.rawExec(q, args...); return err }
+	}
+	// A plain DELETE, as an EF Core app's Remove sends it: TR_Users_Delete
+	// deletes the follows of the user first.
+	remove := func(name string) func() error {
+		return func() error {
+			_, err := s.rawExec(`DELETE FROM Users WHERE Id = ?`, id[name])
+			delete(id, name)
+			return err
+		}
+	}
+	step("ann follows ben", func() error { _, err := s.Follow(ctx, id["ann"], id["ben"]); return err }, "ann")
+	if got := read("ann"); got.following != 1 || got.version < 1 {
+		t.Errorf("after a follow ann follows %d at version %d; want 1 at version 1 or more", got.following, got.version)
+	}
+	step("ann mutes ben", exec(`UPDATE Follows SET Muted = 1 WHERE FollowerId = ? AND FolloweeId = ?`, id["ann"], id["ben"]))
+	if _, _, err := s.SetDeactivated(ctx, id["cat"], true); err != nil {
+		t.Fatal(err)
+	}
+	// As an EF Core app would: the server refuses to follow a deactivated
+	// user.
+	step("ann follows the deactivated cat", exec(`INSERT INTO Follows (FollowerId, FolloweeId) VALUES (?, ?)`, id["ann"], id["cat"]), "ann")
+	if got := read("ann"); got.following != 1 {
+		t.Errorf("after following the deactivated cat ann follows %d, want 1", got.following)
+	}
+	step("ann's follow of ben moves to dan", exec(`UPDATE Follows SET FollowerId = ? WHERE FollowerId = ? AND FolloweeId = ?`, id["dan"], id["ann"], id["ben"]), "ann", "dan")
+	step("deleting ben", remove("ben"), "dan")
+	step("deleting the deactivated cat", remove("cat"), "ann")
+	requireExactCounts(t, s, "the follows and deletes")
 }

@@ -15,6 +15,8 @@ public class User
     // (see FollowsContext: generated on add and update, ignored on save).
     public int FollowerCount { get; private set; }
     public int FollowingCount { get; private set; }
+    // The server re-reads its in-memory copy of this user's follow list when this moves; triggers keep it.
+    public long FollowingVersion { get; private set; }
 
     // Set while the account is deactivated: it is left out of every list
     // and count. Deactivate through the server's API, which recounts the

@@ -106,6 +106,11 @@ public class FollowsContext(DbContextOptions<FollowsContext> options) : DbContex
                 p.Metadata.SetAfterSaveBehavior(PropertySaveBehavior.Ignore);
             }
 
+            // The server re-reads a follow list it holds in memory when this moves; the triggers keep it.
+            var version = u.Property(x => x.FollowingVersion).HasDefaultValue(0L).ValueGeneratedOnAddOrUpdate();
+            version.Metadata.SetBeforeSaveBehavior(PropertySaveBehavior.Ignore);
+            version.Metadata.SetAfterSaveBehavior(PropertySaveBehavior.Ignore);
+
             var stamp = u.Property(x => x.SecurityStamp).HasMaxLength(32).ValueGeneratedOnAdd();
             stamp.Metadata.SetBeforeSaveBehavior(PropertySaveBehavior.Ignore);
             stamp.Metadata.SetAfterSaveBehavior(PropertySaveBehavior.Ignore);
@@ -117,15 +122,16 @@ public class FollowsContext(DbContextOptions<FollowsContext> options) : DbContex
                 stamp.HasColumnType("varchar(32)").HasDefaultValueSql("replace(gen_random_uuid()::text, '-', '')");
 
             // SQL Server: the defaults' constraints are named
-            // DF_Users_FollowerCount, DF_Users_FollowingCount and
-            // DF_Users_SecurityStamp (DF_Follows_Muted and
-            // DF_Follows_NotificationsEnabled on Follows), but the
-            // CreatedAt defaults of Follows and Blocks have the names SQL
-            // Server made up. EF Core 10's UseNamedDefaultConstraints()
-            // would name every default DF_<table>_<column>, which those
-            // two do not match, so the model leaves the names to the
-            // database: a migration that changes one of these defaults
-            // must drop it by its name with migrationBuilder.Sql first.
+            // DF_Users_FollowerCount, DF_Users_FollowingCount,
+            // DF_Users_FollowingVersion and DF_Users_SecurityStamp
+            // (DF_Follows_Muted and DF_Follows_NotificationsEnabled on
+            // Follows), but the CreatedAt defaults of Follows and Blocks
+            // have the names SQL Server made up. EF Core 10's
+            // UseNamedDefaultConstraints() would name every default
+            // DF_<table>_<column>, which those two do not match, so the
+            // model leaves the names to the database: a migration that
+            // changes one of these defaults must drop it by its name with
+            // migrationBuilder.Sql first.
             if (sqlite)
                 u.Property(x => x.DeactivatedAt).HasColumnType("TEXT");
 

@@ -33,8 +33,8 @@
 //     article's in-place conversion, RenameTable and RenameColumn, so no
 //     row is lost; it leaves Follows as the server's migration 1 makes
 //     it. The server then finds the join-entity shape, adopts it, and its
-//     migrations add the counters, Blocks, the settings and the triggers
-//     that the rest of the model describes. Start the server (or run
+//     migrations add the counters and FollowingVersion, Blocks, the
+//     settings and the triggers that the rest of the model describes. Start the server (or run
 //     `follows migrate`) before the app writes again.
 using Microsoft.EntityFrameworkCore.Migrations;
 
