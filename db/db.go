@@ -124,6 +124,8 @@ type Store struct {
 	// FollowListBytes (tests).
 	lists     *followLists
 	listBytes int
+	// names are candidates' names suggestions keep (heldNames).
+	names *heldNames
 }
 
 // logger is where the store says what an operator should know.
@@ -202,6 +204,7 @@ func open(ctx context.Context, d dialect, dsn, connStr string, opts []Option) (_
 		opt(s)
 	}
 	s.lists = newFollowLists(cmp.Or(s.listBytes, FollowListBytes))
+	s.names = newHeldNames(NameBytes)
 	if err := s.checkIntegrity(ctx); err != nil {
 		return nil, err
 	}

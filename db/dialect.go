@@ -220,18 +220,22 @@ type (
 
 	// listSuggester is for a dialect whose SQL would group and order
 	// suggestions at a higher cost than Go does: suggestionData reads,
-	// for a batch within a budget, rows (k, Sampled, Heads): with k the
+	// for a batch within a budget, rows (k, N, Heads): with k the
 	// query's position, the people the user follows that the budget
-	// takes, as a comma-separated list of id:FollowingVersion, and
-	// whether it left any out; with k -1 minus the position, Heads is
-	// the comma-separated ids suggestions leave out. followingLists reads
+	// takes, as a comma-separated list of id:FollowingVersion, and N 1
+	// if it left any out; with k -1 minus the position, Heads is the
+	// comma-separated ids suggestions leave out and N the UserRenames
+	// count. followingLists reads
 	// the lists of a JSON array of ids (see idList), rows (Id,
-	// FollowingVersion, Ids), Ids the comma-separated ids it follows. The
-	// store keeps the lists (followLists), counts and ranks
+	// FollowingVersion, Ids), Ids the comma-separated ids it follows;
+	// candidateUsers the users of a JSON array of ids, each row
+	// userColumns and the UserRenames count. The store keeps the lists
+	// (followLists) and the names (heldNames), counts and ranks
 	// (rankedSuggestions). A dialect has this or sqlSuggester.
 	listSuggester interface {
 		suggestionData(qs []SuggestionQuery, budget int) (string, []any)
 		followingLists() string
+		candidateUsers() string
 	}
 
 	// bulkLoader is bulk import (see ImportGraph); without it, the

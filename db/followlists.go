@@ -3,8 +3,6 @@ package db
 import (
 	"encoding/binary"
 	"slices"
-	"sync"
-	"sync/atomic"
 )
 
 // followLists are users' following lists (the ids of the users each
@@ -27,120 +25,45 @@ import (
 // about 43,000, 1.5 million ids, which fit in a few MiB kept as
 // varint-coded gaps (docs/decisions/following-versions.md).
 //
-// The bound is on bytes, the coded lists plus a fixed charge for each;
-// past it, lists not asked for since the clock hand last passed them go
-// first (CLOCK, a cheap approximation of least recently used).
-type followLists struct {
-	mu      sync.Mutex
-	at      map[int64]int32 // user -> index in held
-	held    []heldList
-	free    []int32 // indexes in held with no list
-	hand    int
-	size    int // bytes charged for the lists held
-	max     int
-	hits    atomic.Int64
-	misses  atomic.Int64
-	entries atomic.Int64
-}
-
-// heldList is a user's following list at a version.
-type heldList struct {
-	user, version int64
-	ids           []byte // sorted, each the gap from the one before, uvarint
-	used, live    bool
-}
-
-// heldListCharge is what a list costs against the bound beside its
-// bytes: its slot, its map entry and its allocation's rounding.
-const heldListCharge = 96
+// The bound is on bytes, the coded lists plus a fixed charge for each
+// (see held).
+type followLists = held[[]byte]
 
 // FollowListBytes is the default bound on the lists held: the many-viewers
 // workload of the benchmark harness needs about 7 MiB of it.
 const FollowListBytes = 12 << 20
 
 func newFollowLists(max int) *followLists {
-	return &followLists{at: map[int64]int32{}, max: max}
+	return newHeld(max, func(ids []byte) int { return len(ids) + heldCharge })
 }
 
-// lookup sets, for each head whose list is held at its version, its ids,
-// and appends the users of the others to missing.
-func (c *followLists) lookup(heads []listHead, missing []int64) []int64 {
-	c.mu.Lock()
-	for i := range heads {
-		h := &heads[i]
-		if j, ok := c.at[h.user]; ok && c.held[j].version == h.version {
-			c.held[j].used = true
-			h.ids, h.ok = c.held[j].ids, true
-			continue
+// heldNames are the names of users suggestions have ranked, each held at
+// the UserRenames count read with it (see rankCandidates): suggestions
+// rank by name, and reading every tied candidate's row only to learn its
+// name was most of what was left of a call's cost
+// (docs/decisions/following-versions.md).
+type heldNames = held[string]
+
+// NameBytes bounds the names held: the harness's many viewers rank about
+// 40,000 users, about 4 MiB charged.
+const NameBytes = 6 << 20
+
+func newHeldNames(max int) *heldNames {
+	return newHeld(max, func(name string) int { return len(name) + heldCharge })
+}
+
+// lookupLists sets, for each head whose list is held at its version, its
+// ids, and appends the users of the others to missing.
+func lookupLists(c *followLists, heads []listHead, missing []int64) []int64 {
+	c.with(func(get func(key, version int64) ([]byte, bool)) {
+		for i := range heads {
+			h := &heads[i]
+			if h.ids, h.ok = get(h.user, h.version); !h.ok {
+				missing = append(missing, h.user)
+			}
 		}
-		missing = append(missing, h.user)
-	}
-	c.mu.Unlock()
-	n := int64(len(missing))
-	c.hits.Add(int64(len(heads)) - n)
-	c.misses.Add(n)
+	})
 	return missing
-}
-
-// put holds user's list at version, in place of any it held. A list held
-// at a higher version stays: a slower reader's older list must not
-// replace it.
-func (c *followLists) put(user, version int64, ids []byte) {
-	charge := len(ids) + heldListCharge
-	if charge > c.max/4 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if j, ok := c.at[user]; ok {
-		h := &c.held[j]
-		if h.version >= version {
-			return
-		}
-		c.size += len(ids) - len(h.ids)
-		h.version, h.ids, h.used = version, ids, true
-		return
-	}
-	for c.size+charge > c.max && c.evict() {
-	}
-	var j int32
-	if n := len(c.free); n > 0 {
-		j, c.free = c.free[n-1], c.free[:n-1]
-	} else {
-		c.held = append(c.held, heldList{})
-		j = int32(len(c.held) - 1)
-	}
-	c.held[j] = heldList{user: user, version: version, ids: ids, live: true}
-	c.at[user] = j
-	c.size += charge
-	c.entries.Add(1)
-}
-
-// evict drops one list, the first the hand finds not used since it last
-// passed, and says whether there was one to drop.
-func (c *followLists) evict() bool {
-	for range 2*len(c.held) + 1 {
-		if len(c.held) == 0 {
-			return false
-		}
-		c.hand %= len(c.held)
-		h := &c.held[c.hand]
-		c.hand++
-		if !h.live {
-			continue
-		}
-		if h.used {
-			h.used = false
-			continue
-		}
-		delete(c.at, h.user)
-		c.size -= len(h.ids) + heldListCharge
-		c.free = append(c.free, int32(c.hand-1))
-		*h = heldList{}
-		c.entries.Add(-1)
-		return true
-	}
-	return false
 }
 
 // listHead is a list a suggestions call needs: whose, at which version,
@@ -186,4 +109,17 @@ func appendList(dst []int64, b []byte) []int64 {
 		dst = append(dst, last)
 	}
 	return dst
+}
+
+// HeldStats are how suggestions found what they keep in memory since the
+// store opened: Hits held at the version the database has, Misses read,
+// and Held how many are held now.
+type HeldStats struct{ Hits, Misses, Held int64 }
+
+// SuggestionMemory says, for /metrics, how suggestions found the
+// followees' lists (followLists) and the candidates' names (heldNames)
+// they needed; all zero on a dialect that ranks suggestions in SQL.
+func (s *Store) SuggestionMemory() (lists, names HeldStats) {
+	stats := func(h interface{ stats() HeldStats }) HeldStats { return h.stats() }
+	return stats(s.lists), stats(s.names)
 }

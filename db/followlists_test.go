@@ -13,8 +13,9 @@ import (
 // writer's change to a list must reach the next call: another program's
 // insert, delete and move of a follow, a follow of a deactivated user
 // (which changes the list but no count), and a user's delete through the
-// cascade. Each step asks again; the repeated call with nothing written
-// must find every list held.
+// cascade; and the names it ranks by, held too, must follow a rename and
+// a deactivation. Each step asks again; the repeated call with nothing
+// written must find every list held.
 func TestSuggestionListsFollowEveryWriter(t *testing.T) {
 	eachDialect(t, func(t *testing.T, s *Store) {
 		ctx := context.Background()
@@ -47,6 +48,10 @@ func TestSuggestionListsFollowEveryWriter(t *testing.T) {
 		q := SuggestionQuery{User: id["viewer"], First: 10}
 		check := func(step string, want ...any) {
 			t.Helper()
+			q := q
+			if step == "the first two" {
+				q.First = 2
+			}
 			got, err := s.Suggestions(ctx, []SuggestionQuery{q})
 			if err != nil {
 				t.Fatal(err)
@@ -86,6 +91,20 @@ func TestSuggestionListsFollowEveryWriter(t *testing.T) {
 		// w's delete takes a's follow of it through the cascade.
 		raw(`DELETE FROM Users WHERE Id = ?`, id["w"])
 		check("after w was deleted", "x", 1, "y", 1, "z", 1)
+
+		// The names ranked are held too: a rename by another program
+		// reorders them, and a deactivated candidate drops out.
+		names := s.names.hits.Load()
+		check("asked again", "x", 1, "y", 1, "z", 1)
+		if s.names.hits.Load() == names {
+			t.Error("asked again with nothing written, no name was held")
+		}
+		check("the first two", "x", 1, "y", 1) // z's name held, its row not read
+		raw(`UPDATE Users SET Name = ? WHERE Id = ?`, "c", id["z"])
+		check("the first two", "c", 1, "x", 1)
+		check("after z was renamed c", "c", 1, "x", 1, "y", 1)
+		raw(`UPDATE Users SET DeactivatedAt = ? WHERE Id = ?`, time.Date(2026, 3, 4, 0, 0, 0, 0, time.UTC), id["x"])
+		check("after x was deactivated", "c", 1, "y", 1)
 		if s.lists.misses.Load() == 0 {
 			t.Error("no list was ever read")
 		}
@@ -129,7 +148,7 @@ func TestCodedListsReadBack(t *testing.T) {
 // stay longer than the ones that are not, and a list is never replaced by
 // an older version of it.
 func TestFollowListsBound(t *testing.T) {
-	c := newFollowLists(64 * (heldListCharge + 10))
+	c := newFollowLists(64 * (heldCharge + 10))
 	list := codeList([]int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10})
 	for user := range int64(1000) {
 		c.put(user, 1, list)
@@ -137,7 +156,7 @@ func TestFollowListsBound(t *testing.T) {
 			t.Fatalf("after %d lists: %d bytes held, bound %d", user+1, c.size, c.max)
 		}
 		// User 0's list is asked for all along.
-		if heads := []listHead{{user: 0, version: 1}}; len(c.lookup(heads, nil)) != 0 {
+		if heads := []listHead{{user: 0, version: 1}}; len(lookupLists(c, heads, nil)) != 0 {
 			t.Fatalf("after %d lists, the one asked for every time was dropped", user+1)
 		}
 	}
@@ -147,7 +166,7 @@ func TestFollowListsBound(t *testing.T) {
 	c.put(0, 3, codeList([]int64{42}))
 	c.put(0, 2, list)
 	heads := []listHead{{user: 0, version: 3}}
-	if c.lookup(heads, nil); !heads[0].ok || !slices.Equal(appendList(nil, heads[0].ids), []int64{42}) {
+	if lookupLists(c, heads, nil); !heads[0].ok || !slices.Equal(appendList(nil, heads[0].ids), []int64{42}) {
 		t.Error("an older version of a list replaced the newer one held")
 	}
 }

@@ -144,6 +144,12 @@ func followeeCost(v string) string {
 	return "CASE WHEN " + active(v) + " AND " + v + ".FollowingCount > 1 THEN " + v + ".FollowingCount ELSE 1 END"
 }
 
+// candidateUsers reads the users of the ids idSet selects, each row
+// userColumns and then the UserRenames count, from the same snapshot.
+func candidateUsers(idSet string) string {
+	return `SELECT ` + userColumns + `, (SELECT r.Renames FROM UserRenames AS r) FROM Users AS u WHERE u.Id IN (` + idSet + `)`
+}
+
 // jsonPages is a batch of page queries as one JSON parameter, for the
 // dialects that read it as a table: per query, its position, the user,
 // how many rows (one more than the page: the extra one tells that more

@@ -48,7 +48,7 @@ var postgresSuggestionData = `WITH q AS (
   FROM jsonb_array_elements(?::jsonb) AS j)
 SELECT q.k, d.Sampled, d.Heads
 FROM q CROSS JOIN LATERAL (
-  SELECT coalesce(max(m.Run) > q.Budget, false) AS Sampled,
+  SELECT (coalesce(max(m.Run) > q.Budget, false))::integer::bigint AS Sampled,
     string_agg(CASE WHEN m.Active AND m.Run <= q.Budget THEN m.FolloweeId::text || ':' || m.Version::text END, ',') AS Heads
   FROM (SELECT mine.FolloweeId, ` + active("v") + ` AS Active, v.FollowingVersion AS Version,
           sum(` + followeeCost("v") + `) OVER (ORDER BY mine.CreatedAt DESC, mine.FolloweeId DESC ROWS UNBOUNDED PRECEDING) AS Run
@@ -56,7 +56,7 @@ FROM q CROSS JOIN LATERAL (
               ORDER BY nf.CreatedAt DESC, nf.FolloweeId DESC LIMIT q.Budget + 1) AS mine
           JOIN Users AS v ON v.Id = mine.FolloweeId) AS m) AS d
 UNION ALL
-SELECT -1 - q.k, false, (SELECT string_agg(x.Id::text, ',') FROM (
+SELECT -1 - q.k, (SELECT r.Renames FROM UserRenames AS r), (SELECT string_agg(x.Id::text, ',') FROM (
     SELECT f.FolloweeId AS Id FROM Follows AS f WHERE f.FollowerId = q.UserId
     UNION ALL
     SELECT bl.BlockedId FROM Blocks AS bl WHERE bl.BlockerId = q.UserId
@@ -72,3 +72,7 @@ var postgresFollowingLists = `SELECT u.Id, u.FollowingVersion,
 FROM Users AS u WHERE u.Id IN (` + postgresIDSet + `)`
 
 func (*postgresDialect) followingLists() string { return postgresFollowingLists }
+
+// candidateUsers reads the users suggestions rank, with the rename count
+// of the same snapshot, at which their names are held.
+func (*postgresDialect) candidateUsers() string { return candidateUsers(postgresIDSet) }

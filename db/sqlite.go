@@ -127,11 +127,15 @@ func (*sqliteDialect) exportTx() *sql.TxOptions { return &sql.TxOptions{ReadOnly
 func (*sqliteDialect) adoption() adopt.Dialect  { return sqliteAdoptionOnce() }
 func (*sqliteDialect) insertUser() string       { return insertUserReturning }
 func (*sqliteDialect) insertEvent() string      { return insertEventReturning }
-func (*sqliteDialect) idSet() string            { return `SELECT value FROM json_each(?)` }
-func (*sqliteDialect) listUsers() [2]string     { return listUsersLimit }
-func (*sqliteDialect) insertFollow() string     { return sqliteInsertFollow }
-func (*sqliteDialect) followsExist() string     { return sqliteFollowsExist }
-func (*sqliteDialect) blocksExist() string      { return sqliteBlocksExist }
+
+// sqliteIDSet selects the ids of a JSON array parameter.
+const sqliteIDSet = `SELECT value FROM json_each(?)`
+
+func (*sqliteDialect) idSet() string        { return sqliteIDSet }
+func (*sqliteDialect) listUsers() [2]string { return listUsersLimit }
+func (*sqliteDialect) insertFollow() string { return sqliteInsertFollow }
+func (*sqliteDialect) followsExist() string { return sqliteFollowsExist }
+func (*sqliteDialect) blocksExist() string  { return sqliteBlocksExist }
 func (*sqliteDialect) userByName() string {
 	return `SELECT ` + userColumns + ` FROM Users AS u WHERE u.Name = ? COLLATE NOCASE`
 }

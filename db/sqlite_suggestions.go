@@ -4,11 +4,12 @@ package db
 // order them by sorting. This is the statement that reads their data.
 
 // sqliteSuggestionData is one user's share of the data its suggestions
-// come from, as rows (k, Sampled, Heads): with k the query's position,
-// the people the user follows whose lists the budget takes (see
-// SuggestionBudget), as id:FollowingVersion pairs, and whether it left
-// any out; with k -1 minus the position, the people the user follows and
-// the people it blocks or is blocked by, whom suggestions leave out.
+// come from, as rows (k, N, Heads): with k the query's position, the
+// people the user follows whose lists the budget takes (see
+// SuggestionBudget), as id:FollowingVersion pairs, and N 1 if it left any
+// out; with k -1 minus the position, the people the user follows and the
+// people it blocks or is blocked by, whom suggestions leave out, and N
+// the rename count the held names are checked by (heldNames).
 //
 // The user's follows are read newest first off the keyset index, at most
 // budget+1 of them (each costs at least 1, so the one past that is past
@@ -27,7 +28,7 @@ FROM (SELECT mine.FolloweeId, ` + active("v") + ` AS Active, v.FollowingVersion 
             ORDER BY nf.CreatedAt DESC, nf.FolloweeId DESC LIMIT ?) AS mine
         JOIN Users AS v ON v.Id = mine.FolloweeId) AS m
 UNION ALL
-SELECT -1 - ?, 0, group_concat(x.Id) FROM (
+SELECT -1 - ?, (SELECT r.Renames FROM UserRenames AS r), group_concat(x.Id) FROM (
   SELECT f.FolloweeId AS Id FROM Follows AS f WHERE f.FollowerId = ?
   UNION ALL
   SELECT b.BlockedId FROM Blocks AS b WHERE b.BlockerId = ?
@@ -47,6 +48,10 @@ func (*sqliteDialect) suggestionData(qs []SuggestionQuery, budget int) (string, 
 // key, (FollowerId, FolloweeId), which covers it.
 var sqliteFollowingLists = `SELECT u.Id, u.FollowingVersion,
   (SELECT group_concat(f.FolloweeId) FROM Follows AS f WHERE f.FollowerId = u.Id)
-FROM Users AS u WHERE u.Id IN (SELECT value FROM json_each(?))`
+FROM Users AS u WHERE u.Id IN (` + sqliteIDSet + `)`
 
 func (*sqliteDialect) followingLists() string { return sqliteFollowingLists }
+
+// candidateUsers reads the users suggestions rank, with the rename count
+// of the same snapshot, at which their names are held.
+func (*sqliteDialect) candidateUsers() string { return candidateUsers(sqliteIDSet) }

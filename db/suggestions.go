@@ -116,10 +116,18 @@ type tally struct {
 	// follows, newest first.
 	heads []listHead
 	// below are the candidates not yet known to be among the best,
-	// pending those that may be, whose users are being read, and best
-	// those that are, their users read and active.
+	// pending those that may be (see promote), named those of pending
+	// whose names are known, ranked; short says that users read were
+	// deactivated or gone, so every pending candidate is to be read.
 	below, pending []candidate
-	best           []Suggestion
+	named          []namedCandidate
+	short          bool
+}
+
+// namedCandidate is a candidate with its user's name, for ranking.
+type namedCandidate struct {
+	candidate
+	name string
 }
 
 // candidate is a user suggestions may name, by id, with its via count.
@@ -136,7 +144,7 @@ func (t *tally) reset() {
 	t.via, t.exclude, t.sampled = t.via[:0], t.exclude[:0], false
 	clear(t.heads) // the lists they point at may be dropped
 	t.heads = t.heads[:0]
-	t.below, t.pending, t.best = t.below[:0], t.pending[:0], t.best[:0]
+	t.below, t.pending, t.named, t.short = t.below[:0], t.pending[:0], t.named[:0], false
 }
 
 // count makes the candidates: each id of via once, with how many times it
@@ -181,21 +189,23 @@ func (s *Store) rankedSuggestions(ctx context.Context, d listSuggester, qs []Sug
 		defer func(t *tally) { t.reset(); tallies.Put(t) }(ts[i])
 	}
 	text, args := d.suggestionData(qs, s.budget())
+	var renames int64
 	err := s.scanBatch(ctx, text, args, func(rows *rows) error {
 		var k int
-		var sampled bool
+		var n int64
 		// A string: the driver's text comes as one, which a RawBytes
 		// would copy again.
 		var list sql.NullString
-		err := rows.Scan(&k, &sampled, &list)
+		err := rows.Scan(&k, &n, &list)
 		if err != nil {
 			return err
 		}
 		switch {
 		case k >= 0 && k < len(qs):
-			ts[k].sampled = sampled
+			ts[k].sampled = n != 0
 			ts[k].heads, err = appendHeads(ts[k].heads, list.String)
 		case k < 0 && -1-k < len(qs):
+			renames = n
 			ts[-1-k].exclude, err = appendIDs(ts[-1-k].exclude, list.String)
 		}
 		return err
@@ -206,7 +216,6 @@ func (s *Store) rankedSuggestions(ctx context.Context, d listSuggester, qs []Sug
 	if err := s.readLists(ctx, d, ts); err != nil {
 		return err
 	}
-	var ids []int64
 	for i, q := range qs {
 		t := ts[i]
 		for _, h := range t.heads {
@@ -214,23 +223,9 @@ func (s *Store) rankedSuggestions(ctx context.Context, d listSuggester, qs []Sug
 		}
 		t.exclude = append(t.exclude, q.User)
 		t.count()
-		ids = t.promote(q.First, ids)
+		t.promote(q.First)
 	}
-	if err := s.rankUsers(ctx, qs, ts, out, ids); err != nil {
-		return err
-	}
-	// Deactivated users left some query short of its first, with
-	// candidates to spare: the rest of those come in too.
-	ids = ids[:0]
-	for i, q := range qs {
-		if len(ts[i].below) > 0 && len(out[i]) < q.First {
-			ids = ts[i].promote(-1, ids)
-		}
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	return s.rankUsers(ctx, qs, ts, out, ids)
+	return s.rankCandidates(ctx, d, qs, ts, out, renames)
 }
 
 // readLists finds the lists of the tallies' heads: held ones from
@@ -241,7 +236,7 @@ func (s *Store) rankedSuggestions(ctx context.Context, d listSuggester, qs []Sug
 func (s *Store) readLists(ctx context.Context, d listSuggester, ts []*tally) error {
 	var missing []int64
 	for _, t := range ts {
-		missing = s.lists.lookup(t.heads, missing)
+		missing = lookupLists(s.lists, t.heads, missing)
 	}
 	if len(missing) == 0 {
 		return nil
@@ -306,11 +301,11 @@ func appendHeads(dst []listHead, list string) ([]listHead, error) {
 }
 
 // promote moves from below to pending the candidates that can be among
-// the first best, all of them for a negative first, and adds their ids to
-// ids: those whose via is at least the first-th highest.
-func (t *tally) promote(first int, ids []int64) []int64 {
+// the first best, all of them for a negative first: those whose via is at
+// least the first-th highest.
+func (t *tally) promote(first int) {
 	if first == 0 {
-		return ids
+		return
 	}
 	cut := 0 // the lowest via promoted
 	if first > 0 && first < len(t.below) {
@@ -332,56 +327,125 @@ func (t *tally) promote(first int, ids []int64) []int64 {
 	for _, c := range t.below {
 		if c.via >= cut {
 			t.pending = append(t.pending, c)
-			ids = append(ids, c.id)
 		} else {
 			kept = append(kept, c)
 		}
 	}
 	t.below = kept
-	return ids
 }
 
-// rankUsers reads the users of ids, the pending candidates of the
-// queries, keeps the active ones among each query's best, and puts its
-// first best in out.
-func (s *Store) rankUsers(ctx context.Context, qs []SuggestionQuery, ts []*tally, out [][]Suggestion, ids []int64) error {
-	// Active users by id, searched rather than hashed: a few dozen.
-	users := make([]User, 0, len(ids))
-	err := s.scanBatch(ctx, s.q.usersByID, []any{idList(ids)}, func(rows *rows) error {
-		users = append(users, User{})
-		u := &users[len(users)-1]
-		if err := rows.Scan(u.scanDest()...); err != nil {
+// rankCandidates ranks each query's pending candidates by via, name and
+// id, and puts its first best, active users all, in out. The names come
+// from memory where they are held at the rename count the data
+// statement read (renames, see UserRenames), and from the users' rows
+// otherwise; a user's row is read only when its name is not held, or
+// when it ranks among its query's first, since only the row says it is
+// still there and active. Names read are held for the next call, at the
+// count read in the same statement. A call that finds every name held
+// reads its first users' rows and no other. Where users read were
+// deactivated or gone, a second round reads all of that query's
+// candidates, those below the cut too if it is short of its first.
+func (s *Store) rankCandidates(ctx context.Context, d listSuggester, qs []SuggestionQuery, ts []*tally, out [][]Suggestion, renames int64) error {
+	read := map[int64]*User{} // users read by this call; nil: deactivated or gone
+	var need []int64
+	for range 4 {
+		need = need[:0]
+		s.names.with(func(get func(key, version int64) (string, bool)) {
+			for i, q := range qs {
+				need = ts[i].rank(q.First, read, renames, get, need)
+			}
+		})
+		if len(need) == 0 {
+			break
+		}
+		slices.Sort(need)
+		need = slices.Compact(need)
+		for _, id := range need {
+			read[id] = nil
+		}
+		err := s.scanBatch(ctx, d.candidateUsers(), []any{idList(need)}, func(rows *rows) error {
+			var u User
+			var version int64
+			if err := rows.Scan(append(u.scanDest(), &version)...); err != nil {
+				return err
+			}
+			if !u.Deactivated {
+				read[u.ID] = &u
+				s.names.put(u.ID, version, u.Name)
+			}
+			return nil
+		})
+		if err != nil {
 			return err
 		}
-		if u.Deactivated {
-			users = users[:len(users)-1]
-		}
-		return nil
-	})
-	if err != nil {
-		return err
 	}
-	byID := func(u User, id int64) int { return cmp.Compare(u.ID, id) }
-	slices.SortFunc(users, func(a, b User) int { return byID(a, b.ID) })
 	for i, q := range qs {
 		t := ts[i]
-		for _, c := range t.pending {
-			if j, ok := slices.BinarySearchFunc(users, c.id, byID); ok {
-				t.best = append(t.best, Suggestion{User: users[j], Via: c.via, Sampled: t.sampled})
-			}
-		}
-		t.pending = t.pending[:0]
-		slices.SortFunc(t.best, bySuggestionRank)
-		best := t.best
-		if q.First >= 0 && len(best) > q.First {
-			best = best[:q.First]
-		}
 		out[i] = nil
-		if len(best) > 0 {
-			out[i] = slices.Clone(best)
+		for _, c := range t.named {
+			if len(out[i]) == q.First {
+				break
+			}
+			u := read[c.id]
+			if u == nil {
+				return fmt.Errorf("rank suggestions: user %d ranked unread", c.id) // rank's loop reads them first
+			}
+			out[i] = append(out[i], Suggestion{User: *u, Via: c.via, Sampled: t.sampled})
 		}
 	}
 	return nil
+}
+
+// rank ranks the pending candidates whose names are known (read by this
+// call, or held at renames), and appends to need the ids whose rows must
+// be read before the ranking can stand: those with no known name, and
+// those among the first best not read yet; after a deactivated or gone
+// user, all of them not read. None, and t.named is the answer's order.
+func (t *tally) rank(first int, read map[int64]*User, renames int64, get func(key, version int64) (string, bool), need []int64) []int64 {
+	t.named = t.named[:0]
+	dropped := false
+	for _, c := range t.pending {
+		if u, ok := read[c.id]; ok {
+			if u == nil {
+				dropped = true
+			} else {
+				t.named = append(t.named, namedCandidate{c, u.Name})
+			}
+			continue
+		}
+		if name, ok := get(c.id, renames); ok && !t.short {
+			t.named = append(t.named, namedCandidate{c, name})
+			continue
+		}
+		need = append(need, c.id)
+	}
+	if dropped && !t.short {
+		// Some that were read are gone: read every candidate that can
+		// be among the first, all of them if they are now too few.
+		t.short = true
+		if first < 0 || len(t.named) < first {
+			t.promote(-1)
+		}
+		return t.rank(first, read, renames, get, need)
+	}
+	slices.SortFunc(t.named, func(a, b namedCandidate) int {
+		if c := cmp.Compare(b.via, a.via); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.name, b.name); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	for i, c := range t.named {
+		if first >= 0 && i == first {
+			break
+		}
+		if _, ok := read[c.id]; !ok {
+			need = append(need, c.id)
+		}
+	}
+	return need
 }
 
 // budget is the store's SuggestionBudget: the constant, or a test's.

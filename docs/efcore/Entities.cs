@@ -83,6 +83,13 @@ public class FollowEvent
 
 // Where a user's last write through the server stands in the primary's
 // WAL (PostgreSQL only; see FollowsContext).
+// SQLite and PostgreSQL: one row, Id 1, counting renames of users.
+public class UserRename
+{
+    public int Id { get; set; }
+    public long Renames { get; set; }
+}
+
 public class ViewerWrite
 {
     public int UserId { get; set; }

@@ -54,6 +54,10 @@ public class FollowsContext(DbContextOptions<FollowsContext> options) : DbContex
                 // PostgreSQL: BEFORE DELETE, the same job (and
                 // TR_Users_SecurityStamp on SQLite).
                 t.HasTrigger("TR_Users_Delete");
+                // SQLite and PostgreSQL: TR_Users_Rename counts renames
+                // in UserRenames (below).
+                if (!sqlServer)
+                    t.HasTrigger("TR_Users_Rename");
                 if (sqlite)
                 {
                     t.HasTrigger("TR_Users_SecurityStamp");
@@ -235,6 +239,22 @@ public class FollowsContext(DbContextOptions<FollowsContext> options) : DbContex
                 e.Property(x => x.Id).UseIdentityAlwaysColumn();
             e.HasIndex(x => x.At).HasDatabaseName("IX_FollowEvents_At");
         });
+
+        // SQLite and PostgreSQL only (migration 15): one row counting
+        // every rename of a user, which TR_Users_Rename keeps whoever
+        // renames. The server holds the names of the users it ranks among
+        // suggestions and reads them again when the count moves (SQL
+        // Server ranks suggestions in SQL and has no such table). Written
+        // only by the trigger; in the model so that the app's migrations
+        // leave it alone.
+        if (!sqlServer)
+            b.Entity<UserRename>(e =>
+            {
+                e.ToTable("UserRenames", t => t.HasCheckConstraint("CK_UserRenames_One",
+                    "\"Id\" = 1"));
+                e.HasKey(x => x.Id).HasName("PK_UserRenames");
+                e.Property(x => x.Id).ValueGeneratedNever();
+            });
 
         // PostgreSQL only (migration 12): where each user's last write
         // through the server stands in the primary's WAL, which the
