@@ -155,6 +155,7 @@ func (s *server) serve(ctx context.Context, log *slog.Logger) error {
 		return err
 	}
 	defer store.Close()
+	m.WatchSuggestionMemory(store.SuggestionMemory)
 	if store.Integrity != "" && store.Integrity != "ok" {
 		log.Warn("database integrity", "check", store.Integrity)
 	}

@@ -6,6 +6,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"follows/db"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -161,6 +163,34 @@ func capLabel(s string) string {
 		cut--
 	}
 	return s[:cut]
+}
+
+// WatchSuggestionMemory has the metrics read, at each scrape, what the
+// store's suggestions keep in memory (db.Store.SuggestionMemory): the
+// followees' lists and the candidates' names found held and those read,
+// and how many are held, so that an operator can see the hit rate their
+// viewers get.
+func (m *Metrics) WatchSuggestionMemory(stats func() (lists, names db.HeldStats)) {
+	for _, kind := range []struct {
+		name, what string
+		pick       func() db.HeldStats
+	}{
+		{"lists", "Followees' follow lists", func() db.HeldStats { l, _ := stats(); return l }},
+		{"names", "Candidates' names", func() db.HeldStats { _, n := stats(); return n }},
+	} {
+		help := kind.what + " suggestions needed, by result: hit when held in memory at the version the database has, miss when read."
+		for _, r := range []struct {
+			label string
+			get   func(db.HeldStats) int64
+		}{{"hit", func(h db.HeldStats) int64 { return h.Hits }}, {"miss", func(h db.HeldStats) int64 { return h.Misses }}} {
+			m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "follows_suggestion_" + kind.name + "_total", Help: help, ConstLabels: prometheus.Labels{"result": r.label},
+			}, func() float64 { return float64(r.get(kind.pick())) }))
+		}
+		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "follows_suggestion_" + kind.name + "_held", Help: kind.what + " held in memory for suggestions.",
+		}, func() float64 { return float64(kind.pick().Held) }))
+	}
 }
 
 // Statement records one SQL statement's duration: the store's hook

@@ -22,8 +22,14 @@ import (
 func TestOperationsEndpoints(t *testing.T) {
 	t.Parallel()
 	s := apitest.Start(t)
-	s.Sample()
+	users := s.Sample()
 	s.Data("", `query Profile { users(first: 4) { nodes { name followers { nodes { name } } } } }`, nil, &struct{}{})
+	// alice's suggestions need bob's and carol's lists: read the first
+	// time, held the second.
+	for range 2 {
+		s.Data(users["alice"].Token, `query Suggest($id: ID!) { user(id: $id) { suggestions(first: 5) { via user { name } } } }`,
+			map[string]any{"id": users["alice"].ID}, &struct{}{})
+	}
 	s.Do("", `query Broken { user(id: "x") { id } }`, nil)
 	s.Raw("POST", "/graphql", "text/plain", []byte("hi"), nil)
 
@@ -42,10 +48,16 @@ func TestOperationsEndpoints(t *testing.T) {
 	}
 	for _, want := range []string{
 		`follows_graphql_requests_total{operation="Profile"} 1`,
+		`follows_graphql_requests_total{operation="Suggest"} 2`,
 		`follows_graphql_request_duration_seconds_count{operation="Profile"} 1`,
 		`follows_graphql_errors_total{code="BAD_USER_INPUT"} 1`,
 		`follows_graphql_errors_total{code="BAD_REQUEST"} 1`,
 		`follows_loader_batch_size_count{loader="followers"}`,
+		`follows_suggestion_lists_total{result="hit"} 2`,
+		`follows_suggestion_lists_total{result="miss"} 2`,
+		`follows_suggestion_lists_held 2`,
+		`follows_suggestion_names_total{result="hit"} 1`,
+		`follows_suggestion_names_held 1`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)

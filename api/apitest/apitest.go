@@ -138,6 +138,7 @@ func (d Database) serverOn(t testing.TB, dsn, path string, opts []func(*api.Conf
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
+	m.WatchSuggestionMemory(store.SuggestionMemory)
 	logs := &lockedBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	cfg := api.DefaultConfig()
