@@ -553,14 +553,7 @@ func asInt64(t *testing.T, v any) int64 {
 func TestDeleteThroughCascadeKeepsCounts(t *testing.T) {
 	eachDialect(t, func(t *testing.T, s *Store) {
 		ctx := context.Background()
-		id := map[string]int64{}
-		for _, name := range []string{"ann", "ben", "cat", "dan"} {
-			u, err := s.CreateUser(ctx, name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			id[name] = u.ID
-		}
+		id := users(t, s, "ann", "ben", "cat", "dan")
 		for _, p := range [][2]string{{"ann", "cat"}, {"ben", "cat"}, {"cat", "dan"}, {"ann", "dan"}, {"ben", "dan"}, {"dan", "ann"}} {
 			if _, err := s.Follow(ctx, id[p[0]], id[p[1]]); err != nil {
 				t.Fatal(err)

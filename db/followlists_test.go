@@ -19,14 +19,7 @@ import (
 func TestSuggestionListsFollowEveryWriter(t *testing.T) {
 	eachDialect(t, func(t *testing.T, s *Store) {
 		ctx := context.Background()
-		id := map[string]int64{}
-		for _, n := range []string{"viewer", "a", "b", "x", "y", "z", "w"} {
-			u, err := s.CreateUser(ctx, n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			id[n] = u.ID
-		}
+		id := users(t, s, "viewer", "a", "b", "x", "y", "z", "w")
 		follow := func(a, b string) {
 			t.Helper()
 			if _, err := s.Follow(ctx, id[a], id[b]); err != nil {

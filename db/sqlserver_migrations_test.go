@@ -638,14 +638,7 @@ func TestSQLServerFollowingVersion(t *testing.T) {
 		return
 	}
 	ctx := t.Context()
-	id := map[string]int64{}
-	for _, name := range []string{"ann", "ben", "cat", "dan"} {
-		u, err := s.CreateUser(ctx, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		id[name] = u.ID
-	}
+	id := users(t, s, "ann", "ben", "cat", "dan")
 	type state struct{ following, version int64 }
 	read := func(name string) state {
 		t.Helper()

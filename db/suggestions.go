@@ -276,13 +276,10 @@ func (s *Store) readLists(ctx context.Context, d listSuggester, ts []*tally) err
 // appendHeads appends the heads of a comma-separated list of
 // user:version pairs to dst.
 func appendHeads(dst []listHead, list string) ([]listHead, error) {
-	for len(list) > 0 {
-		field := list
-		if i := strings.IndexByte(list, ','); i >= 0 {
-			field, list = list[:i], list[i+1:]
-		} else {
-			list = ""
-		}
+	if list == "" {
+		return dst, nil
+	}
+	for field := range strings.SplitSeq(list, ",") {
 		user, version, ok := strings.Cut(field, ":")
 		if !ok {
 			return dst, fmt.Errorf("read a list version: %q has no version", field)
