@@ -3,7 +3,6 @@
 package db
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"embed"
@@ -119,12 +118,10 @@ type Store struct {
 	replicaMaxLag time.Duration // WithReplicas
 	// suggestionBudget, if positive, replaces SuggestionBudget (tests).
 	suggestionBudget int
-	// lists are the following lists suggestions keep (followLists), for
-	// the dialects that count in Go; listBytes, if positive, replaces
-	// FollowListBytes (tests).
-	lists     *followLists
-	listBytes int
-	// names are candidates' names suggestions keep (heldNames).
+	// lists and names are what suggestions keep in memory, for the
+	// dialects that count in Go: followees' lists (followLists) and
+	// candidates' names (heldNames).
+	lists *followLists
 	names *heldNames
 }
 
@@ -203,7 +200,7 @@ func open(ctx context.Context, d dialect, dsn, connStr string, opts []Option) (_
 	for _, opt := range opts {
 		opt(s)
 	}
-	s.lists = newFollowLists(cmp.Or(s.listBytes, FollowListBytes))
+	s.lists = newFollowLists(FollowListBytes)
 	s.names = newHeldNames(NameBytes)
 	if err := s.checkIntegrity(ctx); err != nil {
 		return nil, err

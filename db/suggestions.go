@@ -142,8 +142,10 @@ var tallies = sync.Pool{New: func() any {
 
 func (t *tally) reset() {
 	t.via, t.exclude, t.sampled = t.via[:0], t.exclude[:0], false
-	clear(t.heads) // the lists they point at may be dropped
+	// Pooled tallies keep no held list or name alive once dropped.
+	clear(t.heads)
 	t.heads = t.heads[:0]
+	clear(t.named)
 	t.below, t.pending, t.named, t.short = t.below[:0], t.pending[:0], t.named[:0], false
 }
 
