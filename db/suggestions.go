@@ -41,19 +41,19 @@ func (s *Store) Suggestions(ctx context.Context, qs []SuggestionQuery) ([][]Sugg
 	return out, nil
 }
 
-// bySuggestionRank orders suggestions best first: followed by more of the
-// people the user follows, then by name, then by id. Names compare byte
-// by byte, as SQLite's BINARY collation (Users.Name's) compares them. The
-// dialects that rank in SQL say the same in their ORDER BY Via DESC,
-// Name, Id, names in their own collation.
-func bySuggestionRank(a, b Suggestion) int {
-	if c := cmp.Compare(b.Via, a.Via); c != 0 {
+// bySuggestionRank orders suggestions' candidates, with their names, best
+// first: followed by more of the people the user follows, then by name,
+// then by id. Names compare byte by byte, as SQLite's BINARY collation
+// (Users.Name's) compares them. The dialects that rank in SQL say the
+// same in their ORDER BY Via DESC, Name, Id, names in their own collation.
+func bySuggestionRank(a, b namedCandidate) int {
+	if c := cmp.Compare(b.via, a.via); c != 0 {
 		return c
 	}
-	if c := strings.Compare(a.User.Name, b.User.Name); c != 0 {
+	if c := strings.Compare(a.name, b.name); c != 0 {
 		return c
 	}
-	return cmp.Compare(a.User.ID, b.User.ID)
+	return cmp.Compare(a.id, b.id)
 }
 
 // sqlSuggestions runs the dialect's statement that ranks suggestions.
@@ -427,15 +427,7 @@ func (t *tally) rank(first int, read map[int64]*User, renames int64, get func(ke
 		}
 		return t.rank(first, read, renames, get, need)
 	}
-	slices.SortFunc(t.named, func(a, b namedCandidate) int {
-		if c := cmp.Compare(b.via, a.via); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.name, b.name); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.id, b.id)
-	})
+	slices.SortFunc(t.named, bySuggestionRank)
 	for i, c := range t.named {
 		if first >= 0 && i == first {
 			break
