@@ -120,6 +120,5 @@ type HeldStats struct{ Hits, Misses, Held int64 }
 // followees' lists (followLists) and the candidates' names (heldNames)
 // they needed; all zero on a dialect that ranks suggestions in SQL.
 func (s *Store) SuggestionMemory() (lists, names HeldStats) {
-	stats := func(h interface{ stats() HeldStats }) HeldStats { return h.stats() }
-	return stats(s.lists), stats(s.names)
+	return s.lists.stats(), s.names.stats()
 }

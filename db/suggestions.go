@@ -108,8 +108,9 @@ func appendIDs(dst []int64, list string) ([]int64, error) {
 // on their way to the answer.
 type tally struct {
 	// via holds an id for each follow by the people the user follows,
-	// those the budget takes (the ids of heads' lists); exclude the ids suggestions leave out;
-	// sampled whether the budget left some of the people it follows out.
+	// those the budget takes (the ids of heads' lists); exclude the ids
+	// suggestions leave out; sampled whether the budget left some of the
+	// people it follows out.
 	via, exclude []int64
 	sampled      bool
 	// heads are the lists the budget takes: those of the people the user
@@ -178,12 +179,11 @@ func (t *tally) count() {
 // version of its own following list, and the ids to leave out
 // (suggestionData); the lists it finds held at those versions it takes
 // from memory, and reads the others in one statement (followingLists,
-// see followLists). It counts the ids of those lists, and one statement
-// reads the users who can be among each query's best: those with at least
-// the via count of its first-th best candidate, all tied at that count
-// included, since names break ties. Only when deactivated users among
-// them leave a query short does another statement read the rest of its
-// candidates.
+// see followLists). It counts the ids of those lists, promotes the
+// candidates that can be among each query's best (those with at least the
+// via count of its first-th best, all tied at that count included, since
+// names break ties), and ranks them (rankCandidates), reading the rows of
+// only the users it names and of those whose names it does not hold.
 func (s *Store) rankedSuggestions(ctx context.Context, d listSuggester, qs []SuggestionQuery, out [][]Suggestion) error {
 	ts := make([]*tally, len(qs))
 	for i := range ts {
@@ -401,6 +401,7 @@ func (s *Store) rankCandidates(ctx context.Context, d listSuggester, qs []Sugges
 // those among the first best not read yet; after a deactivated or gone
 // user, all of them not read. None, and t.named is the answer's order.
 func (t *tally) rank(first int, read map[int64]*User, renames int64, get func(key, version int64) (string, bool), need []int64) []int64 {
+	start := len(need)
 	t.named = t.named[:0]
 	dropped := false
 	for _, c := range t.pending {
@@ -412,9 +413,11 @@ func (t *tally) rank(first int, read map[int64]*User, renames int64, get func(ke
 			}
 			continue
 		}
-		if name, ok := get(c.id, renames); ok && !t.short {
-			t.named = append(t.named, namedCandidate{c, name})
-			continue
+		if !t.short {
+			if name, ok := get(c.id, renames); ok {
+				t.named = append(t.named, namedCandidate{c, name})
+				continue
+			}
 		}
 		need = append(need, c.id)
 	}
@@ -425,7 +428,7 @@ func (t *tally) rank(first int, read map[int64]*User, renames int64, get func(ke
 		if first < 0 || len(t.named) < first {
 			t.promote(-1)
 		}
-		return t.rank(first, read, renames, get, need)
+		return t.rank(first, read, renames, get, need[:start])
 	}
 	slices.SortFunc(t.named, bySuggestionRank)
 	for i, c := range t.named {
