@@ -171,25 +171,36 @@ func capLabel(s string) string {
 // and how many are held, so that an operator can see the hit rate their
 // viewers get.
 func (m *Metrics) WatchSuggestionMemory(stats func() (lists, names db.HeldStats)) {
-	for _, kind := range []struct {
-		name, what string
-		pick       func() db.HeldStats
-	}{
-		{"lists", "Followees' follow lists", func() db.HeldStats { l, _ := stats(); return l }},
-		{"names", "Candidates' names", func() db.HeldStats { _, n := stats(); return n }},
-	} {
-		help := kind.what + " suggestions needed, by result: hit when held in memory at the version the database has, miss when read."
-		for _, r := range []struct {
-			label string
-			get   func(db.HeldStats) int64
-		}{{"hit", func(h db.HeldStats) int64 { return h.Hits }}, {"miss", func(h db.HeldStats) int64 { return h.Misses }}} {
-			m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-				Name: "follows_suggestion_" + kind.name + "_total", Help: help, ConstLabels: prometheus.Labels{"result": r.label},
-			}, func() float64 { return float64(r.get(kind.pick())) }))
-		}
-		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "follows_suggestion_" + kind.name + "_held", Help: kind.what + " held in memory for suggestions.",
-		}, func() float64 { return float64(kind.pick().Held) }))
+	m.registry.MustRegister(suggestionMemory(stats))
+}
+
+// suggestionMemory is the collector WatchSuggestionMemory registers: one
+// read of the store's figures a scrape.
+type suggestionMemory func() (lists, names db.HeldStats)
+
+var suggestionMemoryDescs = func() (d [2]struct{ total, held *prometheus.Desc }) {
+	for i, kind := range []struct{ name, what string }{{"lists", "Followees' follow lists"}, {"names", "Candidates' names"}} {
+		d[i].total = prometheus.NewDesc("follows_suggestion_"+kind.name+"_total",
+			kind.what+" suggestions needed, by result: hit when held in memory at the version the database has, miss when read.", []string{"result"}, nil)
+		d[i].held = prometheus.NewDesc("follows_suggestion_"+kind.name+"_held", kind.what+" held in memory for suggestions.", nil, nil)
+	}
+	return d
+}()
+
+func (suggestionMemory) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range suggestionMemoryDescs {
+		ch <- d.total
+		ch <- d.held
+	}
+}
+
+func (f suggestionMemory) Collect(ch chan<- prometheus.Metric) {
+	lists, names := f()
+	for i, h := range [2]db.HeldStats{lists, names} {
+		d := suggestionMemoryDescs[i]
+		ch <- prometheus.MustNewConstMetric(d.total, prometheus.CounterValue, float64(h.Hits), "hit")
+		ch <- prometheus.MustNewConstMetric(d.total, prometheus.CounterValue, float64(h.Misses), "miss")
+		ch <- prometheus.MustNewConstMetric(d.held, prometheus.GaugeValue, float64(h.Held))
 	}
 }
 
