@@ -288,6 +288,11 @@ type (
 	// followLoad.setCounts); without it, the import recounts them.
 	countSetter interface {
 		setImportedCounts() string
+		// usersWithCounts says the import holds the new users until
+		// their follows are counted, and writes each row once, counts
+		// and all (see graphImport.held): for a database whose UPDATE
+		// writes a new version of every row it changes.
+		usersWithCounts() bool
 	}
 
 	// newFileLoader loads a bulk import into a new, empty database its

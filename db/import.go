@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
@@ -172,7 +173,9 @@ func (s *Store) Import(ctx context.Context, users iter.Seq2[UserRow, error], fol
 // triggers are set aside while rows go in and rebuilt once at the end,
 // which is what makes millions of rows a matter of seconds; then the
 // counts of the users at either end of an imported follow are recounted
-// by the count rule (see counts.go). Rows go in with multi-row INSERTs,
+// by the count rule (see counts.go), or, where the dialect writes new
+// users with their counts (see graphImport.held), the new users and the
+// blocks are written after the follows, counts and all. Rows go in with multi-row INSERTs,
 // or with the dialect's bulk copy where it has one (PostgreSQL's COPY,
 // SQL Server's bulk insert). progress, if not nil, is told the follows
 // loaded so far.
@@ -226,27 +229,68 @@ type graphImport struct {
 	externals map[string]Pos
 	// blocks are where each imported block came from.
 	blocks map[pair]Pos
+	// noFollowsBefore says the graph had no follows before the import.
+	noFollowsBefore bool
+	// held are the new users' rows, where the dialect writes them with
+	// their counts (countSetter's usersWithCounts) into a graph without
+	// follows: kept until the follows are counted, then written once,
+	// before the blocks that refer to them (heldBlocks) and the foreign
+	// keys that check the follows. nil where users go in first.
+	held, heldBlocks *heldRows
 }
 
+// heldRows is a rowSink that keeps the rows it is given.
+type heldRows struct {
+	rows [][]any
+	pos  []Pos
+}
+
+func (h *heldRows) add(pos Pos, vals ...any) error {
+	h.rows = append(h.rows, vals)
+	h.pos = append(h.pos, pos)
+	return nil
+}
+
+func (h *heldRows) flush() error { return nil }
+
 // run is the import's transaction: users, blocks, follows, then what
-// makes the tables whole and the counts true.
+// makes the tables whole and the counts true. Where the users are held
+// (see held), they and the blocks are checked first and written after the
+// follows.
 func (im *graphImport) run(b bulkRun) error {
 	im.b = b
+	var err error
+	if im.noFollowsBefore, err = noFollows(im.ctx, b.runner); err != nil {
+		return err
+	}
+	if c, ok := im.s.d.(countSetter); ok && c.usersWithCounts() && im.noFollowsBefore {
+		im.held, im.heldBlocks = &heldRows{}, &heldRows{}
+	}
 	if err := im.loadUsers(); err != nil {
 		return err
 	}
-	var err error
-	im.blocks, err = im.s.importBlocks(im.ctx, b, im.g.Blocks, im.ids, &im.bad, im.reject)
-	if err != nil {
+	if err := im.loadBlocks(); err != nil {
 		return err
 	}
-	im.st.Blocks = len(im.blocks)
-	users := im.clock.mark("users and blocks")
+	phase := "users and blocks"
+	if im.held != nil {
+		phase = "users and blocks checked"
+	}
+	users := im.clock.mark(phase)
 	load, err := im.loadFollows()
 	if err != nil {
 		return err
 	}
 	im.st.Load = users + im.clock.mark("follows")
+	if im.held != nil {
+		if err := im.writeHeldUsers(load); err != nil {
+			return err
+		}
+		if err := im.writeHeldBlocks(); err != nil {
+			return err
+		}
+		im.st.Load += im.clock.mark("users with their counts, and blocks")
+	}
 	im.st.FollowTable = load.how()
 	if im.st.Rebuild, err = load.rebuild(im.blocks, im.clock); err != nil {
 		return err
@@ -285,21 +329,31 @@ func (im *graphImport) reject(err error) bool {
 	return true
 }
 
-// loadUsers loads the graph's users, refusing those whose id, name or
-// external id is taken, and keeps new users' ids above the graph's last.
+// loadUsers checks the graph's users, refusing those whose id, name or
+// external id is taken, and loads them, or holds them (held); and keeps
+// new users' ids above the graph's last.
 func (im *graphImport) loadUsers() error {
 	ctx, r := im.ctx, im.b.runner
 	var err error
 	if im.ids, im.names, im.externals, err = existingUsers(ctx, r); err != nil {
 		return err
 	}
-	inserter, explicit := im.s.d.(userIDInserter)
-	if explicit {
-		if err := execAll(ctx, r, inserter.beforeUserIDs()); err != nil {
-			return err
-		}
+	if im.held != nil {
+		err = im.readUsers(im.held)
+	} else {
+		err = im.writeUsers(userImportColumns, im.readUsers)
 	}
-	ins := im.s.rowSink(ctx, im.b, "Users", userImportColumns, func(v []any) string { return fmt.Sprintf("user id %v", v[0]) })
+	if err != nil {
+		return err
+	}
+	if err := im.bulk.keepUserIDsAbove(ctx, r, im.g.LastUserID); err != nil {
+		return fmt.Errorf("keep user ids above %d: %w", im.g.LastUserID, err)
+	}
+	return nil
+}
+
+// readUsers reads the graph's users, checking each, into ins.
+func (im *graphImport) readUsers(ins rowSink) error {
 	for u, err := range im.g.Users {
 		if err != nil {
 			if !im.reject(err) {
@@ -312,18 +366,79 @@ func (im *graphImport) loadUsers() error {
 			return im.bad
 		}
 	}
+	return nil
+}
+
+// writeUsers has fill write users' rows of cols, with their own ids.
+func (im *graphImport) writeUsers(cols []string, fill func(ins rowSink) error) error {
+	ctx, r := im.ctx, im.b.runner
+	inserter, explicit := im.s.d.(userIDInserter)
+	if explicit {
+		if err := execAll(ctx, r, inserter.beforeUserIDs()); err != nil {
+			return err
+		}
+	}
+	ins := im.s.rowSink(ctx, im.b, "Users", cols, func(v []any) string { return fmt.Sprintf("user id %v", v[0]) })
+	if err := fill(ins); err != nil {
+		return err
+	}
 	if err := ins.flush(); err != nil {
 		return err
 	}
 	if explicit {
-		if err := execAll(ctx, r, inserter.afterUserIDs()); err != nil {
+		return execAll(ctx, r, inserter.afterUserIDs())
+	}
+	return nil
+}
+
+// writeHeldUsers writes the held users, each with its counts and the
+// following version the counts' UPDATE would have given it (see
+// bumpFollowingVersion), and leaves their counts out of those load sets.
+func (im *graphImport) writeHeldUsers(load *followLoad) error {
+	cols := append(slices.Clip(userImportColumns), "FollowerCount", "FollowingCount", "FollowingVersion")
+	return im.writeUsers(cols, func(ins rowSink) error {
+		for i, vals := range im.held.rows {
+			n, counted := load.counts.take(vals[0].(int64))
+			version := 0
+			if counted {
+				version = 1
+			}
+			if err := ins.add(im.held.pos[i], append(vals, n[0], n[1], version)...); err != nil {
+				return err
+			}
+		}
+		im.held = &heldRows{} // nothing more to keep alive
+		return nil
+	})
+}
+
+// loadBlocks checks the graph's blocks and loads them, or holds them
+// until the held users are written.
+func (im *graphImport) loadBlocks() error {
+	ins := rowSink(im.heldBlocks)
+	if im.held == nil {
+		ins = im.blockSink()
+	}
+	var err error
+	im.blocks, err = im.s.importBlocks(ins, im.g.Blocks, im.ids, &im.bad, im.reject)
+	im.st.Blocks = len(im.blocks)
+	return err
+}
+
+func (im *graphImport) blockSink() rowSink {
+	return im.s.rowSink(im.ctx, im.b, "Blocks", blockImportColumns, func(v []any) string { return fmt.Sprintf("block %v -> %v", v[0], v[1]) })
+}
+
+// writeHeldBlocks writes the blocks held, once their users are in.
+func (im *graphImport) writeHeldBlocks() error {
+	ins := im.blockSink()
+	for i, vals := range im.heldBlocks.rows {
+		if err := ins.add(im.heldBlocks.pos[i], vals...); err != nil {
 			return err
 		}
 	}
-	if err := im.bulk.keepUserIDsAbove(ctx, r, im.g.LastUserID); err != nil {
-		return fmt.Errorf("keep user ids above %d: %w", im.g.LastUserID, err)
-	}
-	return nil
+	im.heldBlocks = nil
+	return ins.flush()
 }
 
 // user checks one user row and, while no row is bad, loads it.
@@ -367,7 +482,7 @@ func (im *graphImport) user(ins rowSink, u UserRow) error {
 // loadFollows checks the graph's follows and hands the good ones to the
 // follow load, refusing the import with the bad ones.
 func (im *graphImport) loadFollows() (*followLoad, error) {
-	load, err := newFollowLoad(im.ctx, im.b, im.ids)
+	load, err := newFollowLoad(im.ctx, im.b, im.ids, im.noFollowsBefore, im.held)
 	if err != nil {
 		return nil, err
 	}
@@ -421,15 +536,14 @@ func execAll(ctx context.Context, r runner, stmts []string) error {
 // pair is a follow's or a block's two users, in its direction.
 type pair struct{ from, to int64 }
 
-// importBlocks loads blocks between users there are (ids), refusing
+// importBlocks loads blocks between users there are (ids) into ins, refusing
 // self-blocks and blocks of unknown users into bad, and returns where
 // each imported block came from.
-func (s *Store) importBlocks(ctx context.Context, b bulkRun, blocks iter.Seq2[BlockRow, error], ids map[int64]bool, bad *ImportErrors, reject func(error) bool) (map[pair]Pos, error) {
+func (s *Store) importBlocks(ins rowSink, blocks iter.Seq2[BlockRow, error], ids map[int64]bool, bad *ImportErrors, reject func(error) bool) (map[pair]Pos, error) {
 	loaded := map[pair]Pos{}
 	if blocks == nil {
 		return loaded, nil
 	}
-	ins := s.rowSink(ctx, b, "Blocks", blockImportColumns, func(v []any) string { return fmt.Sprintf("block %v -> %v", v[0], v[1]) })
 	for b, err := range blocks {
 		switch {
 		case err != nil:

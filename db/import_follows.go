@@ -56,13 +56,19 @@ var (
 	_ followDest = (*treeFollows)(nil)
 )
 
-func newFollowLoad(ctx context.Context, b bulkRun, ids map[int64]bool) (*followLoad, error) {
-	l := &followLoad{ctx: ctx, b: b, counts: newImportCounts(ids), deactivated: map[int64]bool{}}
-	var err error
-	if l.noFollowsBefore, err = noFollows(ctx, b.runner); err != nil {
-		return nil, err
+// newFollowLoad starts the load of follows between ids, into a graph
+// that had follows or not (noFollowsBefore), with the users held, if any,
+// not yet written.
+func newFollowLoad(ctx context.Context, b bulkRun, ids map[int64]bool, noFollowsBefore bool, held *heldRows) (*followLoad, error) {
+	l := &followLoad{ctx: ctx, b: b, counts: newImportCounts(ids), deactivated: map[int64]bool{}, noFollowsBefore: noFollowsBefore}
+	if held != nil {
+		for _, u := range held.rows {
+			if u[3] != nil { // DeactivatedAt (userImportColumns)
+				l.deactivated[u[0].(int64)] = true
+			}
+		}
 	}
-	err = scanRows(ctx, b.runner, deactivatedIDs, func(rs *rows) error {
+	err := scanRows(ctx, b.runner, deactivatedIDs, func(rs *rows) error {
 		var id int64
 		err := rs.Scan(&id)
 		l.deactivated[id] = true
@@ -287,6 +293,23 @@ func (c *importCounts) all(yield func(int64, [2]int) bool) {
 	}
 }
 
+// take returns user's counts and whether it has an entry, which it
+// removes: all yields it no more.
+func (c *importCounts) take(user int64) ([2]int, bool) {
+	if c.dense != nil && user >= 0 && user < int64(len(c.dense)) {
+		d := &c.dense[user]
+		n, seen := d.n, d.seen
+		*d = denseCount{}
+		return n, seen
+	}
+	e := c.sparse[user]
+	if e == nil {
+		return [2]int{}, false
+	}
+	delete(c.sparse, user)
+	return *e, true
+}
+
 // ids are the users all yields.
 func (c *importCounts) ids() []int64 {
 	var ids []int64
@@ -319,6 +342,9 @@ func (l *followLoad) setCounts() error {
 			b = append(b, ',')
 			b = strconv.AppendInt(b, int64(c[1]), 10)
 			b = append(b, ']')
+		}
+		if len(b) == 1 {
+			return nil // the users were written with their counts (graphImport.held)
 		}
 		b = append(b, ']')
 		_, err := l.b.exec(l.ctx, c.setImportedCounts(), string(b))

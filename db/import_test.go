@@ -553,3 +553,67 @@ func gooseProvider(t *testing.T, s *Store) *goose.Provider {
 	}
 	return p
 }
+
+// An import into PostgreSQL writes each new user's row once, its counts
+// and following version in it: setting them afterwards left a dead
+// version of every row, Users twice its size, until a VACUUM FULL. Every
+// page of the table then holds a row that is there. The counts and
+// versions are those the UPDATE set: the count rule's, and one for a user
+// at either end of an imported follow.
+func TestImportWritesEachUserOnce(t *testing.T) {
+	s := openPostgres(t)
+	ctx := context.Background()
+	var users []UserRow
+	var follows []FollowRow
+	at := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
+	const n = 3000
+	for id := int64(1); id <= n; id++ {
+		u := UserRow{ID: id, Name: fmt.Sprintf("user%05d", id)}
+		if id == 3 {
+			u.DeactivatedAt = at
+		}
+		users = append(users, u)
+		if id > 1 && id < n { // the last follows no one, and no one follows it
+			follows = append(follows, FollowRow{Follower: id, Followee: 1, At: at}, FollowRow{Follower: 1, Followee: id, At: at})
+		}
+	}
+	if _, err := s.Import(ctx, seqOf(users...), seqOf(follows...), 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	var pages, live int
+	err := s.db.QueryRowContext(ctx, `SELECT pg_relation_size('"Users"') / current_setting('block_size')::integer,
+  (SELECT count(DISTINCT (ctid::text::point)[0]) FROM "Users")`).Scan(&pages, &live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pages != live {
+		t.Errorf("Users has %d pages, %d of them with a row that is there: the import wrote rows twice", pages, live)
+	}
+	// User 1 follows and is followed by all but itself, the last and the
+	// deactivated 3; 3 counts user 1 (active) both ways.
+	if counts, want := countsOf(t, s, 1, 2, 3, n), [][2]int{{n - 3, n - 3}, {1, 1}, {1, 1}, {0, 0}}; !slices.Equal(counts, want) {
+		t.Errorf("follower, following counts of users 1, 2, 3, %d = %v, want %v", n, counts, want)
+	}
+	var versions []int64
+	rs, err := s.db.QueryContext(ctx, `SELECT "FollowingVersion" FROM "Users" WHERE "Id" = ANY($1) ORDER BY "Id"`, []int64{1, 2, 3, n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	for rs.Next() {
+		var v int64
+		if err := rs.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		versions = append(versions, v)
+	}
+	if err := rs.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []int64{1, 1, 1, 0}; !slices.Equal(versions, want) {
+		t.Errorf("following versions of users 1, 2, 3, %d = %v, want %v", n, versions, want)
+	}
+	if drift, err := s.CheckCounts(ctx, false); err != nil || len(drift) > 0 {
+		t.Errorf("drift after import: %+v, %v", drift, err)
+	}
+}

@@ -123,6 +123,13 @@ func (*postgresDialect) setImportedCounts() string {
 FROM jsonb_array_elements(?::jsonb) AS c WHERE u.Id = (c.value ->> 0)::integer`
 }
 
+// usersWithCounts: yes. An UPDATE of every imported user wrote each row
+// again and left the first version dead, with a second entry in each
+// index its columns did not keep HOT: Users and its primary key were twice
+// their size after an import, until a VACUUM FULL, and every lookup of a
+// user paid for it (docs/decisions/postgres-queries.md).
+func (*postgresDialect) usersWithCounts() bool { return true }
+
 // copyRows writes rows with COPY through pgx's own connection, which
 // database/sql's conn wraps, inside the transaction open on it: several
 // times faster than INSERTs. A row PostgreSQL refuses is found by the line

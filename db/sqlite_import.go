@@ -39,6 +39,11 @@ func (*sqliteDialect) setImportedCounts() string {
 FROM json_each(?) AS c WHERE Users.Id = c.value ->> 0`
 }
 
+// usersWithCounts: no. SQLite updates a row where it lies, so the counts
+// set after the follows cost one pass over the users and leave nothing
+// behind.
+func (*sqliteDialect) usersWithCounts() bool { return false }
+
 func (*sqliteDialect) startNewFile(ctx context.Context, conn *sql.Conn) (end func() error, writeTree bool, err error) {
 	return sqliteStartNewFile(ctx, conn)
 }
