@@ -128,6 +128,7 @@ func limitFlags(fs *flagSet, c *api.Config) {
 	fs.IntVar(&c.MaxOperations, "max-operations", c.MaxOperations, "most operations a document may hold")
 	fs.Int64Var(&c.MaxBody, "max-body", c.MaxBody, "largest request body, and query string of a GET, in bytes; larger is refused with 413 (414 for a query string)")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "longest a request may run; its SQL is cancelled then")
+	fs.IntVar(&c.MaxExecuting, "max-executing", c.MaxExecuting, "most requests to /graphql that run their operations at once, 0 for 4 per processor; the rest wait their turn, first come first served, and one still waiting at -request-timeout is SERVER_BUSY; -1 is no limit")
 	fs.IntVar(&c.MaxTokens, "max-tokens", c.MaxTokens, "most tokens a document may have; more is TOKEN_LIMIT_EXCEEDED")
 	fs.IntVar(&c.MaxSelections, "max-selections", c.MaxSelections, "most selections a document may hold, each fragment spread counting its fragment's; more is SELECTION_LIMIT_EXCEEDED")
 	fs.IntVar(&c.MaxBreadth, "max-breadth", c.MaxBreadth, "most fields one selection set may hold, with its fragments'; more is BREADTH_LIMIT_EXCEEDED")

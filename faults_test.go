@@ -93,14 +93,14 @@ var holdUsers = map[apitest.Database]string{
 	apitest.Postgres: `BEGIN; LOCK TABLE "Users" IN EXCLUSIVE MODE`,
 }
 
-// SIGTERM under load: requests in flight finish with their answers and the
-// process exits 0.
+// SIGTERM under load: requests in flight finish with their answers, those
+// waiting their turn (-max-executing) too, and the process exits 0.
 func TestGracefulShutdownUnderLoad(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, on apitest.Database) {
 		dsn := on.NewDSN(t)
 		// -debug serves the goroutine dump in which the test sees the requests
 		// in flight.
-		cmd, url, lines := startProcess(t, "-addr", "127.0.0.1:0", "-db", dsn, "-demo", "-debug", "-secret", testSecret)
+		cmd, url, lines := startProcess(t, "-addr", "127.0.0.1:0", "-db", dsn, "-demo", "-debug", "-secret", testSecret, "-max-executing", "4")
 
 		// The test holds the users, so that every request, each a sign-up,
 		// stays in flight until the test lets go.
@@ -126,7 +126,9 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 				}
 			})
 		}
-		waitResolving(t, url, "createUser", 16, 5*time.Second)
+		// Four run, twelve wait their turn.
+		waitResolving(t, url, "createUser", 4, 5*time.Second)
+		waitWaiting(t, url, 12, 5*time.Second)
 		cmd.Process.Signal(syscall.SIGTERM)
 		waitLogLine(t, lines, "shutting down", 5*time.Second)
 		// Only now may the sixteen write, with the server shutting down.
@@ -143,6 +145,24 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 
 // waitResolving waits until a server run with -debug is resolving the
 // mutation field in n requests at once, as its goroutine dump shows.
+// waitWaiting waits until /metrics says n requests wait their turn.
+func waitWaiting(t *testing.T, url string, n int, within time.Duration) {
+	t.Helper()
+	want := fmt.Sprintf("follows_graphql_requests_waiting %d\n", n)
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		resp, err := http.Get(url + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(body), want) {
+			return
+		}
+	}
+	t.Fatalf("never %d requests waiting their turn", n)
+}
+
 func waitResolving(t *testing.T, url, field string, n int, within time.Duration) {
 	t.Helper()
 	// gqlgen's generated code has a function per field, which stays on

@@ -38,6 +38,10 @@ type Config struct {
 	MaxComplexity, MaxDepth, MaxAliases, MaxOperations int
 	MaxBody                                            int64
 	RequestTimeout                                     time.Duration
+	// MaxExecuting is how many requests run their operations at once;
+	// the others wait their turn (inTurn). 0 is 4 for each processor,
+	// a negative number no limit.
+	MaxExecuting int
 	// Limits on a document, checked before it is parsed for gqlgen
 	// (documentLimits), and on a response (responseLimits).
 	MaxTokens, MaxSelections, MaxBreadth, MaxOverlaps int
@@ -139,6 +143,7 @@ func NewHandler(store *db.Store, tokens *auth.Tokens, cfg Config, log *slog.Logg
 		eventStreamCaps(caps, m),               // server-sent events count as streams
 		tokens.Middleware,                      // who the viewer is
 		res.Middleware,                         // the request's loaders
+		inTurn(cfg.MaxExecuting, m),            // at most so many at once, the rest in turn
 	))))
 	if !cfg.NoPlayground {
 		mux.Handle("GET /{$}", graphiql.Page())
