@@ -128,7 +128,7 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 		}
 		// Four run, twelve wait their turn.
 		waitResolving(t, url, "createUser", 4, 5*time.Second)
-		waitWaiting(t, url, 12, 5*time.Second)
+		apitest.WaitMetric(t, url, "follows_graphql_requests_waiting 12", 5*time.Second)
 		cmd.Process.Signal(syscall.SIGTERM)
 		waitLogLine(t, lines, "shutting down", 5*time.Second)
 		// Only now may the sixteen write, with the server shutting down.
@@ -145,24 +145,6 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 
 // waitResolving waits until a server run with -debug is resolving the
 // mutation field in n requests at once, as its goroutine dump shows.
-// waitWaiting waits until /metrics says n requests wait their turn.
-func waitWaiting(t *testing.T, url string, n int, within time.Duration) {
-	t.Helper()
-	want := fmt.Sprintf("follows_graphql_requests_waiting %d\n", n)
-	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		resp, err := http.Get(url + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if strings.Contains(string(body), want) {
-			return
-		}
-	}
-	t.Fatalf("never %d requests waiting their turn", n)
-}
-
 func waitResolving(t *testing.T, url, field string, n int, within time.Duration) {
 	t.Helper()
 	// gqlgen's generated code has a function per field, which stays on

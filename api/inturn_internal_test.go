@@ -66,6 +66,9 @@ func TestInTurnFirstComeFirstServed(t *testing.T) {
 	}
 
 	r := get("late", 50*time.Millisecond)
+	if r == nil {
+		t.FailNow()
+	}
 	var body struct {
 		Errors []struct {
 			Message    string

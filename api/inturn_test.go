@@ -31,10 +31,10 @@ func TestRequestsWaitTheirTurn(t *testing.T) {
 	go func() {
 		followed <- s.Do(alice.Token, `mutation($id: ID!) { follow(input: {userId: $id}) { followee { followerCount } } }`, map[string]any{"id": bob.ID})
 	}()
-	waitMetric(t, s, "follows_graphql_requests_running 1")
+	apitest.WaitMetric(t, s.URL, "follows_graphql_requests_running 1", 5*time.Second)
 	queried := make(chan apitest.Response)
 	go func() { queried <- s.Do(bob.Token, `{ viewer { name } }`, nil) }()
-	waitMetric(t, s, "follows_graphql_requests_waiting 1")
+	apitest.WaitMetric(t, s.URL, "follows_graphql_requests_waiting 1", 5*time.Second)
 	select {
 	case r := <-queried:
 		t.Fatalf("the query ran beside the follow: %+v", r)
@@ -51,20 +51,5 @@ func TestRequestsWaitTheirTurn(t *testing.T) {
 	if r := <-queried; len(r.Errors) > 0 || !strings.Contains(string(r.Data), "bob") {
 		t.Errorf("query after its turn: %s %+v", r.Data, r.Errors)
 	}
-	waitMetric(t, s, "follows_graphql_requests_waiting 0")
-}
-
-// waitMetric waits until /metrics has the line want.
-func waitMetric(t *testing.T, s *apitest.Server, want string) {
-	t.Helper()
-	for range 500 {
-		r := s.Raw("GET", "/metrics", "", nil, nil)
-		for line := range strings.SplitSeq(string(r.Body), "\n") {
-			if line == want {
-				return
-			}
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("/metrics never said %q", want)
+	apitest.WaitMetric(t, s.URL, "follows_graphql_requests_waiting 0", 5*time.Second)
 }
