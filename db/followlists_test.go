@@ -96,7 +96,33 @@ func TestSuggestionListsFollowEveryWriter(t *testing.T) {
 		raw(`UPDATE Users SET Name = ? WHERE Id = ?`, "c", id["z"])
 		check("the first two", "c", 1, "x", 1)
 		check("after z was renamed c", "c", 1, "x", 1, "y", 1)
+
+		// A brief call (ids and names only) takes held names as it
+		// takes held lists: one statement, no user's row; a deactivation
+		// by another program moves the count, so it drops the user
+		// without a row read to tell it.
+		brief := func(step string, statements int64, want ...any) {
+			t.Helper()
+			ctx, st := WithStats(ctx)
+			got, err := s.Suggestions(ctx, []SuggestionQuery{{User: id["viewer"], First: 10, Brief: true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(viaOf(got[0]), want) {
+				t.Errorf("%s: suggestions %v, want %v", step, viaOf(got[0]), want)
+			}
+			if statements > 0 && st.Queries() != statements {
+				t.Errorf("%s: %d statements, want %d", step, st.Queries(), statements)
+			}
+			for _, sg := range got[0] {
+				if sg.User.ID == 0 || sg.User.ID != id[sg.User.Name] && sg.User.Name != "c" {
+					t.Errorf("%s: suggested %+v, not a user with its id", step, sg.User)
+				}
+			}
+		}
+		brief("brief, every name held", 1, "c", 1, "x", 1, "y", 1)
 		raw(`UPDATE Users SET DeactivatedAt = ? WHERE Id = ?`, time.Date(2026, 3, 4, 0, 0, 0, 0, time.UTC), id["x"])
+		brief("brief, after x was deactivated", 0, "c", 1, "y", 1)
 		check("after x was deactivated", "c", 1, "y", 1)
 		if s.lists.misses.Load() == 0 {
 			t.Error("no list was ever read")

@@ -46,6 +46,10 @@ type PageQuery struct {
 	First         int
 	Backward      bool
 	Last          int
+	// Brief says that the caller shows of each user listed only its id
+	// and name; a list that can tell those from memory then reads no
+	// row for them (see SuggestionQuery.Brief).
+	Brief bool
 }
 
 // size is how many entries the page asks for.
@@ -127,10 +131,15 @@ type Suggestion struct {
 	Sampled bool
 }
 
-// SuggestionQuery asks for the First best suggestions for User.
+// SuggestionQuery asks for the First best suggestions for User. Brief
+// says that the caller shows of each suggested user only its id and name:
+// a user whose name is held at the count the call read (see
+// rankCandidates) is then not read at all, and its Suggestion.User has
+// only ID and Name set.
 type SuggestionQuery struct {
 	User  int64
 	First int
+	Brief bool
 }
 
 // listKind names the per-user lists a dialect batches.

@@ -335,13 +335,14 @@ func (t *tally) promote(first int) {
 
 // rankCandidates ranks each query's pending candidates by via, name and
 // id, and puts its first best, active users all, in out. The names come
-// from memory where they are held at the rename count the data
-// statement read (renames, see UserRenames), and from the users' rows
-// otherwise; a user's row is read only when its name is not held, or
-// when it ranks among its query's first, since only the row says it is
-// still there and active. Names read are held for the next call, at the
-// count read in the same statement. A call that finds every name held
-// reads its first users' rows and no other. Where users read were
+// from memory where they are held at the count the data statement read
+// (renames, see UserRenames, which counts deactivations too), and from
+// the users' rows otherwise. Names read are held for the next call, at
+// the count read in the same statement, and only of active users: a name
+// held at the count read is that of a user that was active, with that
+// name, when the data was read. So a brief query (SuggestionQuery.Brief)
+// reads the row of only a user whose name is not held; any other reads
+// its first users' rows too, for their counts. Where users read were
 // deactivated or gone, a second round reads all of that query's
 // candidates, those below the cut too if it is short of its first.
 func (s *Store) rankCandidates(ctx context.Context, d listSuggester, qs []SuggestionQuery, ts []*tally, out [][]Suggestion, renames int64) error {
@@ -351,7 +352,7 @@ func (s *Store) rankCandidates(ctx context.Context, d listSuggester, qs []Sugges
 		need = need[:0]
 		s.names.with(func(get func(key, version int64) (string, bool)) {
 			for i, q := range qs {
-				need = ts[i].rank(q.First, read, renames, get, need)
+				need = ts[i].rank(q, read, renames, get, need)
 			}
 		})
 		if len(need) == 0 {
@@ -385,7 +386,10 @@ func (s *Store) rankCandidates(ctx context.Context, d listSuggester, qs []Sugges
 			if len(out[i]) == q.First {
 				break
 			}
-			u := read[c.id]
+			u, ok := read[c.id]
+			if !ok && q.Brief {
+				u = &User{ID: c.id, Name: c.name} // held at the count read: active then
+			}
 			if u == nil {
 				return fmt.Errorf("rank suggestions: user %d ranked unread", c.id) // rank's loop reads them first
 			}
@@ -397,10 +401,12 @@ func (s *Store) rankCandidates(ctx context.Context, d listSuggester, qs []Sugges
 
 // rank ranks the pending candidates whose names are known (read by this
 // call, or held at renames), and appends to need the ids whose rows must
-// be read before the ranking can stand: those with no known name, and
-// those among the first best not read yet; after a deactivated or gone
-// user, all of them not read. None, and t.named is the answer's order.
-func (t *tally) rank(first int, read map[int64]*User, renames int64, get func(key, version int64) (string, bool), need []int64) []int64 {
+// be read before the ranking can stand: those with no known name, and,
+// unless the query is brief, those among the first best not read yet;
+// after a deactivated or gone user, all of them not read. None, and
+// t.named is the answer's order.
+func (t *tally) rank(q SuggestionQuery, read map[int64]*User, renames int64, get func(key, version int64) (string, bool), need []int64) []int64 {
+	first := q.First
 	start := len(need)
 	t.named = t.named[:0]
 	dropped := false
@@ -428,9 +434,12 @@ func (t *tally) rank(first int, read map[int64]*User, renames int64, get func(ke
 		if first < 0 || len(t.named) < first {
 			t.promote(-1)
 		}
-		return t.rank(first, read, renames, get, need[:start])
+		return t.rank(q, read, renames, get, need[:start])
 	}
 	slices.SortFunc(t.named, bySuggestionRank)
+	if q.Brief {
+		return need
+	}
 	for i, c := range t.named {
 		if first >= 0 && i == first {
 			break

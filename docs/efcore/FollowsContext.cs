@@ -55,7 +55,7 @@ public class FollowsContext(DbContextOptions<FollowsContext> options) : DbContex
                 // TR_Users_SecurityStamp on SQLite).
                 t.HasTrigger("TR_Users_Delete");
                 // SQLite and PostgreSQL: TR_Users_Rename counts renames
-                // in UserRenames (below).
+                // and deactivations in UserRenames (below).
                 if (!sqlServer)
                     t.HasTrigger("TR_Users_Rename");
                 if (sqlite)
@@ -240,13 +240,13 @@ public class FollowsContext(DbContextOptions<FollowsContext> options) : DbContex
             e.HasIndex(x => x.At).HasDatabaseName("IX_FollowEvents_At");
         });
 
-        // SQLite and PostgreSQL only (migration 15): one row counting
-        // every rename of a user, which TR_Users_Rename keeps whoever
-        // renames. The server holds the names of the users it ranks among
-        // suggestions and reads them again when the count moves (SQL
-        // Server ranks suggestions in SQL and has no such table). Written
-        // only by the trigger; in the model so that the app's migrations
-        // leave it alone.
+        // SQLite and PostgreSQL only (migrations 15 and 16): one row
+        // counting every rename and deactivation of a user, which
+        // TR_Users_Rename keeps whoever writes. The server holds the
+        // names of the active users it ranks among suggestions and reads
+        // them again when the count moves (SQL Server ranks suggestions
+        // in SQL and has no such table). Written only by the trigger; in
+        // the model so that the app's migrations leave it alone.
         if (!sqlServer)
             b.Entity<UserRename>(e =>
             {

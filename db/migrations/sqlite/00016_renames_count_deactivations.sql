@@ -1,0 +1,29 @@
+-- UserRenames counts deactivations too: the server holds the names of
+-- the active users it ranks among suggestions (db/suggestions.go), each
+-- at the count it was read at, and a name held at the count a call reads
+-- is then that of a user still active, with that name. A suggestions
+-- query that shows only ids and names (as the article's does) then reads
+-- no user's row when it holds every name, one statement fewer per call
+-- (docs/decisions/following-versions.md). A deletion needs no count: the
+-- cascade deletes the user's follows, which moves every list it was in.
+-- Reactivation needs none either: no name is held of a deactivated user.
+
+-- +goose Up
+DROP TRIGGER "TR_Users_Rename";
+
+-- +goose StatementBegin
+CREATE TRIGGER "TR_Users_Rename" AFTER UPDATE OF "Name", "DeactivatedAt" ON "Users"
+WHEN OLD."Name" IS NOT NEW."Name" OR (OLD."DeactivatedAt" IS NULL AND NEW."DeactivatedAt" IS NOT NULL) BEGIN
+    UPDATE "UserRenames" SET "Renames" = "Renames" + 1;
+END;
+-- +goose StatementEnd
+
+-- +goose Down
+DROP TRIGGER "TR_Users_Rename";
+
+-- +goose StatementBegin
+CREATE TRIGGER "TR_Users_Rename" AFTER UPDATE OF "Name" ON "Users"
+WHEN OLD."Name" IS NOT NEW."Name" BEGIN
+    UPDATE "UserRenames" SET "Renames" = "Renames" + 1;
+END;
+-- +goose StatementEnd
