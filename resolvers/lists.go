@@ -7,6 +7,7 @@ import (
 	"follows/graph"
 	"follows/graph/model"
 
+	"github.com/99designs/gqlgen/graphql"
 	"github.com/vikstrous/dataloadgen"
 )
 
@@ -46,7 +47,8 @@ var (
 	// of follows (db.SuggestionBudget) whatever its first, and costs so.
 	suggestionsList = row(&listRow[[]db.Suggestion]{listField: listField{
 		object: "User", field: "suggestions", first: 10, loader: "suggestions", work: suggestionsWork,
-		cost: func(c *graph.ComplexityRoot, p listCost) { c.User.Suggestions = p },
+		brief: []string{"user"},
+		cost:  func(c *graph.ComplexityRoot, p listCost) { c.User.Suggestions = p },
 	}, batch: suggestionPages})
 
 	// A root field: there is one per operation, with nothing to batch.
@@ -78,6 +80,9 @@ type listField struct {
 	// work is what a call costs besides its items, for a list whose
 	// query does more than read its page.
 	work int
+	// brief, for a list that can name its users from memory
+	// (db.PageQuery.Brief), is the path from an item to its user.
+	brief []string
 	// cost sets the field's entry in gqlgen's ComplexityRoot to its price.
 	cost func(c *graph.ComplexityRoot, price listCost)
 
@@ -187,6 +192,43 @@ func (f *listField) args(ctx context.Context, user int64, p paging) (db.PageQuer
 	return q, nil
 }
 
+// isBrief reports whether the selection f makes of the list's users,
+// under every alias, asks only for what the store can tell from memory:
+// their ids and names (db.PageQuery.Brief). The resolver and prefetch both
+// ask it, so that their pages are the same loader key.
+func (f *listField) isBrief(oc *graphql.OperationContext, field graphql.CollectedField) bool {
+	if f.brief == nil {
+		return false
+	}
+	sels, err := selectionsAt(oc, field.Selections, f.brief)
+	if err != nil {
+		return false
+	}
+	for _, sel := range sels {
+		fields, err := collectFields(oc, sel, userImplementors)
+		if err != nil {
+			return false
+		}
+		for _, u := range fields {
+			switch u.Name {
+			case "id", "name", "__typename":
+			default:
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// briefHere is isBrief for the field whose resolver runs with ctx.
+func (f *listField) briefHere(ctx context.Context) bool {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil || !graphql.HasOperationContext(ctx) {
+		return false
+	}
+	return f.isBrief(graphql.GetOperationContext(ctx), fc.Field)
+}
+
 // price is what the field costs: 1 and its work, plus what each item asks
 // for times how many items `first` asks for, so that followers { nodes {
 // followers { ... } } } costs what it multiplies to. A `first` outside
@@ -238,7 +280,7 @@ func followPages(dir db.Direction) func(*db.Store, context.Context, []db.PageQue
 func suggestionPages(s *db.Store, ctx context.Context, qs []db.PageQuery) ([][]db.Suggestion, error) {
 	sq := make([]db.SuggestionQuery, len(qs))
 	for i, q := range qs {
-		sq[i] = db.SuggestionQuery{User: q.User, First: q.First}
+		sq[i] = db.SuggestionQuery{User: q.User, First: q.First, Brief: q.Brief}
 	}
 	return s.Suggestions(ctx, sq)
 }

@@ -147,6 +147,7 @@ func planField(ctx context.Context, oc *graphql.OperationContext, f graphql.Coll
 	if err != nil {
 		return prefetchStep{}, false
 	}
+	q.Brief = list.isBrief(oc, f)
 	return prefetchStep{list: list, page: q}, true
 }
 

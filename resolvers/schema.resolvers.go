@@ -225,6 +225,7 @@ func (r *userResolver) Suggestions(ctx context.Context, obj *db.User, first *int
 	if err != nil {
 		return nil, err
 	}
+	q.Brief = suggestionsList.briefHere(ctx)
 	found, err := suggestionsList.fetch(ctx, r.Resolver, q)
 	if err != nil {
 		return nil, storeError(ctx, err)

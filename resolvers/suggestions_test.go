@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,6 +73,74 @@ func TestSuggestionsSayWhenSampled(t *testing.T) {
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("%s's suggestions = %v, want %v", c.viewer.Name, got, want)
 			}
+		}
+	})
+}
+
+// Suggestions that show only their users' ids and names read, once the
+// server holds those names and the followees' lists, no user's row: one
+// statement fewer than those that show a count, which read the rows and
+// show the counts as they are, whatever the server holds, asked for
+// directly or through a fragment. A user deactivated meanwhile drops out
+// of both.
+func TestBriefSuggestionsReadNoRows(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, d apitest.Database) {
+		t.Parallel()
+		s := d.Start(t, steadyBatches)
+		viewer, a, b := s.CreateUser("viewer"), s.CreateUser("a"), s.CreateUser("b")
+		x, y, fan := s.CreateUser("x"), s.CreateUser("y"), s.CreateUser("fan")
+		s.Follow(viewer, a)
+		s.Follow(viewer, b)
+		s.Follow(a, x)
+		s.Follow(b, x)
+		s.Follow(a, y)
+		type suggestions struct {
+			Viewer struct {
+				Suggestions []struct {
+					Via  int
+					User struct {
+						ID, Name      string
+						FollowerCount *int
+					}
+				}
+			}
+		}
+		ask := func(query string) (string, int) {
+			t.Helper()
+			var out suggestions
+			r := s.Data(viewer.Token, query, nil, &out)
+			var got []string
+			for _, sg := range out.Viewer.Suggestions {
+				e := fmt.Sprintf("%s(%s):%d", sg.User.Name, sg.User.ID, sg.Via)
+				if sg.User.FollowerCount != nil {
+					e += fmt.Sprintf(" followers %d", *sg.User.FollowerCount)
+				}
+				got = append(got, e)
+			}
+			return strings.Join(got, ", "), r.Extensions.Debug.SQLQueries
+		}
+		const brief = `{ viewer { suggestions { via user { __typename id name } } } }`
+		const counted = `{ viewer { suggestions { via user { id name followerCount } } } }`
+		const fragment = `{ viewer { suggestions { via user { ...U } } } } fragment U on User { id name followerCount }`
+		ask(brief) // reads the names, and holds them
+		got, briefStatements := ask(brief)
+		if want := fmt.Sprintf("x(%s):2, y(%s):1", x.ID, y.ID); got != want {
+			t.Errorf("brief suggestions = %s, want %s", got, want)
+		}
+		s.Follow(fan, x)
+		for _, q := range []string{counted, fragment} {
+			got, statements := ask(q)
+			if want := fmt.Sprintf("x(%s):2 followers 3, y(%s):1 followers 1", x.ID, y.ID); got != want {
+				t.Errorf("%s = %s, want %s", q, got, want)
+			}
+			if statements != briefStatements+1 {
+				t.Errorf("%s: %d statements, brief %d; want one more", q, statements, briefStatements)
+			}
+		}
+		var out struct{ DeactivateAccount struct{ Deactivated bool } }
+		s.Data(y.Token, `mutation { deactivateAccount { deactivated } }`, nil, &out)
+		if got, _ := ask(brief); got != fmt.Sprintf("x(%s):2", x.ID) {
+			t.Errorf("after y deactivated, brief suggestions = %s, want x alone", got)
 		}
 	})
 }
