@@ -3,6 +3,7 @@ package db
 import (
 	"encoding/json"
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -169,13 +170,27 @@ func jsonPages(qs []PageQuery, layout string) string {
 // jsonSuggestions is a batch of suggestion queries as one JSON parameter:
 // per query, its position, the user, how many, and the budget (see
 // SuggestionBudget).
+// Written with strconv, not encoding/json, whose reflection was 3% of a
+// suggestions request's CPU in the server on PostgreSQL, for four
+// integers a query.
 func jsonSuggestions(qs []SuggestionQuery, budget int) string {
-	batch := make([][4]any, len(qs))
+	b := make([]byte, 0, 2+len(qs)*32)
+	b = append(b, '[')
 	for i, q := range qs {
-		batch[i] = [4]any{i, q.User, q.First, budget}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = strconv.AppendInt(b, int64(i), 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, q.User, 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(q.First), 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(budget), 10)
+		b = append(b, ']')
 	}
-	b, _ := json.Marshal(batch)
-	return string(b)
+	return string(append(b, ']'))
 }
 
 // listUsersLimit is UsersPage's statement where LIMIT is the way to say it.

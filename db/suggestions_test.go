@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -381,6 +382,21 @@ func TestAppendIDs(t *testing.T) {
 		got, err := appendIDs(nil, c.list)
 		if (err != nil) != c.bad || !c.bad && !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%q: got %v, %v", c.list, got, err)
+		}
+	}
+}
+
+// jsonSuggestions, written by hand, is the JSON encoding/json writes for
+// the same batch.
+func TestJSONSuggestions(t *testing.T) {
+	for _, qs := range [][]SuggestionQuery{nil, {{User: 7, First: 10}}, {{User: 1, First: 0}, {User: 1 << 40, First: 100, Brief: true}}} {
+		batch := [][4]any{}
+		for i, q := range qs {
+			batch = append(batch, [4]any{i, q.User, q.First, 50_000})
+		}
+		want, _ := json.Marshal(batch)
+		if got := jsonSuggestions(qs, 50_000); got != string(want) {
+			t.Errorf("jsonSuggestions(%v) = %s, want %s", qs, got, want)
 		}
 	}
 }
