@@ -37,11 +37,12 @@ func newFollowLists(max int) *followLists {
 	return newHeld(max, func(ids []byte) int { return len(ids) + heldCharge })
 }
 
-// heldNames are the names of users suggestions have ranked, each held at
-// the UserRenames count read with it (see rankCandidates): suggestions
-// rank by name, and reading every tied candidate's row only to learn its
-// name was most of what was left of a call's cost
-// (docs/decisions/following-versions.md).
+// heldNames are the names of active users suggestions have ranked, each
+// held at the UserRenames count read with it, which renames and
+// deactivations move (see rankCandidates): suggestions rank by name, and
+// reading every tied candidate's row only to learn its name was most of
+// what was left of a call's cost; a brief call names its users from them
+// without reading their rows (docs/decisions/following-versions.md).
 type heldNames = held[string]
 
 // NameBytes bounds the names held: the harness's many viewers rank about
