@@ -169,10 +169,9 @@ func jsonPages(qs []PageQuery, layout string) string {
 
 // jsonSuggestions is a batch of suggestion queries as one JSON parameter:
 // per query, its position, the user, how many, and the budget (see
-// SuggestionBudget).
-// Written with strconv, not encoding/json, whose reflection was 3% of a
-// suggestions request's CPU in the server on PostgreSQL, for four
-// integers a query.
+// SuggestionBudget). It is written with strconv, not encoding/json, whose
+// reflection was 3% of the server's CPU for a suggestions request on
+// PostgreSQL, for four integers a query.
 func jsonSuggestions(qs []SuggestionQuery, budget int) string {
 	b := make([]byte, 0, 2+len(qs)*32)
 	b = append(b, '[')
