@@ -44,7 +44,7 @@ func benchmarkFollowPages50(b *testing.B, page PageQuery) {
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := s.FollowPages(ctx, Followers, qs); err != nil {
+		if _, err := s.FollowPages(ctx, Followers, qs, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -116,7 +116,7 @@ func deepCursor(b *testing.B) (*Store, int64, Cursor) {
 	top := mostFollowed(b, s)
 	q := PageQuery{User: top, First: 100}
 	for range 250 {
-		p, err := s.FollowPages(context.Background(), Followers, []PageQuery{q})
+		p, err := s.FollowPages(context.Background(), Followers, []PageQuery{q}, nil)
 		if err != nil || !p[0].HasNext {
 			break
 		}
@@ -129,7 +129,7 @@ func deepCursor(b *testing.B) (*Store, int64, Cursor) {
 func benchmarkFollowersPage(b *testing.B, s *Store, q PageQuery) {
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := s.FollowPages(context.Background(), Followers, []PageQuery{q}); err != nil {
+		if _, err := s.FollowPages(context.Background(), Followers, []PageQuery{q}, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -142,7 +142,7 @@ func BenchmarkSuggestions(b *testing.B) {
 	i := 0
 	defer reportCPU(b)()
 	for b.Loop() {
-		if _, err := s.Suggestions(ctx, []SuggestionQuery{{User: ids[i%len(ids)], First: 10}}); err != nil {
+		if _, err := s.Suggestions(ctx, []SuggestionQuery{{User: ids[i%len(ids)], First: 10}}, nil); err != nil {
 			b.Fatal(err)
 		}
 		i++
@@ -167,7 +167,7 @@ func suggestInParallel(b *testing.B, s *Store, ids []int64, start func(n int) in
 	b.RunParallel(func(pb *testing.PB) {
 		i := start(len(ids))
 		for pb.Next() {
-			if _, err := s.Suggestions(ctx, []SuggestionQuery{{User: ids[i%len(ids)], First: 10}}); err != nil {
+			if _, err := s.Suggestions(ctx, []SuggestionQuery{{User: ids[i%len(ids)], First: 10}}, nil); err != nil {
 				b.Error(err)
 				return
 			}
@@ -196,7 +196,7 @@ func BenchmarkMutualPages(b *testing.B) {
 	ids := typicalUsers(b, s, 50)
 	i := 0
 	for b.Loop() {
-		if _, err := s.MutualPages(ctx, []PageQuery{{User: ids[i%len(ids)], First: 20}}); err != nil {
+		if _, err := s.MutualPages(ctx, []PageQuery{{User: ids[i%len(ids)], First: 20}}, nil); err != nil {
 			b.Fatal(err)
 		}
 		i++

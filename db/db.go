@@ -438,6 +438,24 @@ func (r runner) args(args []any) []any {
 type rows struct {
 	*sql.Rows
 	done func()
+	// hidden is how many leading columns, users read along with the
+	// statement's own rows (see scanAlong), Scan and Columns leave out.
+	hidden int
+}
+
+func (r *rows) Scan(dest ...any) error {
+	if r.hidden == 0 {
+		return r.Rows.Scan(dest...)
+	}
+	return r.Rows.Scan(append(discards[:r.hidden:r.hidden], dest...)...)
+}
+
+func (r *rows) Columns() ([]string, error) {
+	cols, err := r.Rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	return cols[r.hidden:], nil
 }
 
 func (r *rows) Close() error {

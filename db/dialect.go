@@ -172,6 +172,16 @@ type (
 		cachesStatements()
 	}
 
+	// userRider reads users along with a batch statement (see Along):
+	// withUsers is a statement whose rows are text's, each after
+	// userColumns left null, and, after them, one row of userColumns (the
+	// rest null) for each user of a JSON array of ids (see idList), the
+	// last parameter. Without it, the store reads them in a statement of
+	// their own.
+	userRider interface {
+		withUsers(text string) string
+	}
+
 	// sessionChecker checks, after the migrations, the settings the
 	// store's sessions run with, and logs what to change if they are not
 	// as it needs them.

@@ -45,7 +45,7 @@ func TestSuggestionListsFollowEveryWriter(t *testing.T) {
 			if step == "the first two" {
 				q.First = 2
 			}
-			got, err := s.Suggestions(ctx, []SuggestionQuery{q})
+			got, err := s.Suggestions(ctx, []SuggestionQuery{q}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -56,7 +56,7 @@ func TestSuggestionListsFollowEveryWriter(t *testing.T) {
 		check("first call", "x", 2, "w", 1, "y", 1)
 		hits := s.lists.hits.Load()
 		ctx2, st := WithStats(ctx)
-		if _, err := s.Suggestions(ctx2, []SuggestionQuery{q}); err != nil {
+		if _, err := s.Suggestions(ctx2, []SuggestionQuery{q}, nil); err != nil {
 			t.Fatal(err)
 		}
 		if got := s.lists.hits.Load() - hits; got != 2 || st.Queries() != 2 {
@@ -104,7 +104,7 @@ func TestSuggestionListsFollowEveryWriter(t *testing.T) {
 		brief := func(step string, statements int64, want ...any) {
 			t.Helper()
 			ctx, st := WithStats(ctx)
-			got, err := s.Suggestions(ctx, []SuggestionQuery{{User: id["viewer"], First: 10, Brief: true}})
+			got, err := s.Suggestions(ctx, []SuggestionQuery{{User: id["viewer"], First: 10, Brief: true}}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

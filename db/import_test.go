@@ -202,7 +202,7 @@ func testImportRestoresTheWholeGraph(t *testing.T, s *Store) {
 	if counts := countsOf(t, s, 3); counts[0] != [2]int{1, 1} {
 		t.Errorf("ann's follower, following counts = %v, want [1 1] (ben, deactivated, left out)", counts[0])
 	}
-	pages, err := s.FollowPages(ctx, Following, []PageQuery{{User: 3, First: 10}})
+	pages, err := s.FollowPages(ctx, Following, []PageQuery{{User: 3, First: 10}}, nil)
 	if err != nil || len(pages[0].Edges) != 1 || pages[0].Edges[0].User.ID != 7 {
 		t.Errorf("whom ann follows = %+v, %v; want cat only", pages, err)
 	}

@@ -166,13 +166,13 @@ var (
 const MaxBatch = 128
 
 // FollowPages returns, for each query, a page of the user's followers or
-// following, newest follow first.
-func (s *Store) FollowPages(ctx context.Context, dir Direction, qs []PageQuery) ([]Page, error) {
+// following, newest follow first, and reads the users along, if any.
+func (s *Store) FollowPages(ctx context.Context, dir Direction, qs []PageQuery, along *Along) ([]Page, error) {
 	kind := listFollowers
 	if dir == Following {
 		kind = listFollowing
 	}
-	pages, err := s.pages(ctx, kind, qs)
+	pages, err := s.pages(ctx, kind, qs, along)
 	if err != nil {
 		return nil, fmt.Errorf("load %s pages: %w", dir, err)
 	}
@@ -180,9 +180,10 @@ func (s *Store) FollowPages(ctx context.Context, dir Direction, qs []PageQuery) 
 }
 
 // MutualPages returns, for each query, a page of the people the user
-// follows who follow the user back, newest follow by the user first.
-func (s *Store) MutualPages(ctx context.Context, qs []PageQuery) ([]Page, error) {
-	pages, err := s.pages(ctx, listMutual, qs)
+// follows who follow the user back, newest follow by the user first, and
+// reads the users along, if any.
+func (s *Store) MutualPages(ctx context.Context, qs []PageQuery, along *Along) ([]Page, error) {
+	pages, err := s.pages(ctx, listMutual, qs, along)
 	if err != nil {
 		return nil, fmt.Errorf("load mutual follows: %w", err)
 	}
@@ -191,7 +192,7 @@ func (s *Store) MutualPages(ctx context.Context, qs []PageQuery) ([]Page, error)
 
 // BlockedPage returns a page of the people a user blocks, newest first.
 func (s *Store) BlockedPage(ctx context.Context, q PageQuery) (Page, error) {
-	pages, err := s.pages(ctx, listBlocked, []PageQuery{q})
+	pages, err := s.pages(ctx, listBlocked, []PageQuery{q}, nil)
 	if err != nil {
 		return Page{}, fmt.Errorf("load blocked users: %w", err)
 	}
@@ -216,8 +217,9 @@ func (s *Store) MutualCounts(ctx context.Context, ids []int64) ([]int, error) {
 // batch holds is one statement. A statement may return more rows than a
 // page asks for (see pageBranch), and in no promised order: each page's
 // rows are put in the list's order here and cut to the page's size at the
-// end it was read from, the row past it telling that more follow.
-func (s *Store) pages(ctx context.Context, kind listKind, qs []PageQuery) ([]Page, error) {
+// end it was read from, the row past it telling that more follow. The
+// users along come with the first statement.
+func (s *Store) pages(ctx context.Context, kind listKind, qs []PageQuery, along *Along) ([]Page, error) {
 	out := make([]Page, len(qs))
 	for _, way := range []pageWay{forward, backward} {
 		var batch []PageQuery
@@ -239,7 +241,7 @@ func (s *Store) pages(ctx context.Context, kind listKind, qs []PageQuery) ([]Pag
 		dest := append([]any{&k, &raw}, e.User.scanDest()...)
 		short := append([]any{&k, &raw}, e.User.scanListDest()...)
 		cols := 0
-		err := s.scanBatch(ctx, text, args,
+		err := s.scanAlong(ctx, text, args, along,
 			func(rows *rows) error {
 				if cols == 0 {
 					// A dialect's statement reads userColumns or

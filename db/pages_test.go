@@ -68,7 +68,7 @@ func cursorOf(e Edge) Cursor { return Cursor{At: e.At, ID: e.User.ID} }
 type pager func(ctx context.Context, qs []PageQuery) ([]Page, error)
 
 func (s *Store) listPager(kind listKind) pager {
-	return func(ctx context.Context, qs []PageQuery) ([]Page, error) { return s.pages(ctx, kind, qs) }
+	return func(ctx context.Context, qs []PageQuery) ([]Page, error) { return s.pages(ctx, kind, qs, nil) }
 }
 
 func onePage(t *testing.T, list pager, q PageQuery) Page {
@@ -268,12 +268,12 @@ func testUsersPageBothWays(t *testing.T, open opener) {
 func followingAsAlone(t *testing.T, s *Store, qs []PageQuery) []Page {
 	t.Helper()
 	ctx := context.Background()
-	batch, err := s.FollowPages(ctx, Following, qs)
+	batch, err := s.FollowPages(ctx, Following, qs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, q := range qs {
-		one, err := s.FollowPages(ctx, Following, []PageQuery{q})
+		one, err := s.FollowPages(ctx, Following, []PageQuery{q}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -41,6 +41,7 @@ var (
 	_ eventLocker   = (*postgresDialect)(nil)
 	_ eventListener = (*postgresDialect)(nil)
 	_ listSuggester = (*postgresDialect)(nil)
+	_ userRider     = (*postgresDialect)(nil)
 	_ bulkLoader    = (*postgresDialect)(nil)
 	_ bulkCopier    = (*postgresDialect)(nil)
 	_ countSetter   = (*postgresDialect)(nil)

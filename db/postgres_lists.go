@@ -1,5 +1,7 @@
 package db
 
+import "sync"
+
 // PostgreSQL's list statements: pages and suggestions, each one statement
 // for a batch of users given as one JSON parameter.
 
@@ -76,3 +78,22 @@ func (*postgresDialect) followingLists() string { return postgresFollowingLists 
 // candidateUsers reads the users suggestions rank, with the rename count
 // of the same snapshot, at which their names are held.
 func (*postgresDialect) candidateUsers() string { return candidateUsers(postgresIDSet) }
+
+// withUsers puts a batch statement and the users to read along with it
+// side by side: a full join on false is every row of each with the
+// other's columns null, one statement with one plan, where a UNION ALL
+// would need the batch's columns spelled out to pad the users' rows.
+func (*postgresDialect) withUsers(text string) string {
+	if t, ok := postgresWithUsers.Load(text); ok {
+		return t.(string)
+	}
+	t := `WITH m AS (` + text + `),
+a AS (SELECT ` + userColumns + ` FROM Users AS u WHERE u.Id IN (` + postgresIDSet + `))
+SELECT a.*, m.* FROM m FULL JOIN a ON false`
+	postgresWithUsers.Store(text, t)
+	return t
+}
+
+// postgresWithUsers holds withUsers' statements by the batch's text, so
+// that each is made once (and its rebinding found by its text).
+var postgresWithUsers sync.Map

@@ -239,7 +239,7 @@ func lists(t *testing.T, s *Store, g followGraph) []string {
 			qs = append(qs, PageQuery{User: u.ID, First: 25})
 		}
 		for _, dir := range []Direction{Followers, Following} {
-			pages, err := s.FollowPages(ctx, dir, qs)
+			pages, err := s.FollowPages(ctx, dir, qs, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -194,7 +194,7 @@ func testSampleGraph(t *testing.T, open opener) {
 		t.Errorf("follower, following counts of alice, dave, bob = %v, want %v", counts, want)
 	}
 
-	pages, err := s.FollowPages(ctx, Followers, []PageQuery{{User: ids["dave"], First: 20}, {User: ids["alice"], First: 20}})
+	pages, err := s.FollowPages(ctx, Followers, []PageQuery{{User: ids["dave"], First: 20}, {User: ids["alice"], First: 20}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func testSampleGraph(t *testing.T, open opener) {
 		}
 	}
 
-	following, err := s.FollowPages(ctx, Following, []PageQuery{{User: ids["alice"], First: 20}})
+	following, err := s.FollowPages(ctx, Following, []PageQuery{{User: ids["alice"], First: 20}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func testSampleGraph(t *testing.T, open opener) {
 		t.Errorf("alice follows %v, want [carol bob]", got)
 	}
 
-	mutual, err := s.MutualPages(ctx, []PageQuery{{User: ids["alice"], First: 20}, {User: ids["carol"], First: 20}})
+	mutual, err := s.MutualPages(ctx, []PageQuery{{User: ids["alice"], First: 20}, {User: ids["carol"], First: 20}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func testSampleGraph(t *testing.T, open opener) {
 		t.Errorf("mutual counts alice, carol = %v, want [1 0]", mc)
 	}
 
-	sugg, err := s.Suggestions(ctx, []SuggestionQuery{{User: ids["alice"], First: 10}, {User: ids["dave"], First: 10}})
+	sugg, err := s.Suggestions(ctx, []SuggestionQuery{{User: ids["alice"], First: 10}, {User: ids["dave"], First: 10}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +411,7 @@ func testPagingNewestFirst(t *testing.T, open opener) {
 		if pages > 6 {
 			t.Fatal("more than 6 pages of 10 for 55 followers")
 		}
-		p, err := s.FollowPages(ctx, Followers, []PageQuery{{User: star.ID, After: after, First: 10}})
+		p, err := s.FollowPages(ctx, Followers, []PageQuery{{User: star.ID, After: after, First: 10}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -436,7 +436,7 @@ func testBatchMatchesSingleQueries(t *testing.T, open opener) {
 	for _, name := range SampleUsers {
 		qs = append(qs, PageQuery{User: ids[name], First: 1}, PageQuery{User: ids[name], First: 5})
 	}
-	first, err := s.FollowPages(ctx, Following, []PageQuery{{User: ids["bob"], First: 1}})
+	first, err := s.FollowPages(ctx, Following, []PageQuery{{User: ids["bob"], First: 1}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -621,12 +621,12 @@ func testBlocksAndDeactivation(t *testing.T, open opener) {
 		t.Errorf("unblock: %v, %v", was, err)
 	}
 
-	before, _ := s.FollowPages(ctx, Followers, []PageQuery{{User: ids["dave"], First: 10}})
+	before, _ := s.FollowPages(ctx, Followers, []PageQuery{{User: ids["dave"], First: 10}}, nil)
 	u, changed, err := s.SetDeactivated(ctx, ids["carol"], true)
 	if err != nil || !changed || !u.Deactivated {
 		t.Fatalf("deactivate: %+v %v %v", u, changed, err)
 	}
-	during, _ := s.FollowPages(ctx, Followers, []PageQuery{{User: ids["dave"], First: 10}})
+	during, _ := s.FollowPages(ctx, Followers, []PageQuery{{User: ids["dave"], First: 10}}, nil)
 	if got := names(during[0].Edges); !slices.Equal(got, []string{"bob"}) {
 		t.Errorf("dave's followers with carol deactivated = %v, want [bob]", got)
 	}
@@ -639,7 +639,7 @@ func testBlocksAndDeactivation(t *testing.T, open opener) {
 	if _, _, err := s.SetDeactivated(ctx, ids["carol"], false); err != nil {
 		t.Fatal(err)
 	}
-	after, _ := s.FollowPages(ctx, Followers, []PageQuery{{User: ids["dave"], First: 10}})
+	after, _ := s.FollowPages(ctx, Followers, []PageQuery{{User: ids["dave"], First: 10}}, nil)
 	if fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("dave's followers after carol came back:\n%v\nwant\n%v", after, before)
 	}
@@ -826,7 +826,7 @@ func testTimesRoundTrip(t *testing.T, open opener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := s.FollowPages(ctx, Followers, []PageQuery{{User: star, First: 10}})
+	p, err := s.FollowPages(ctx, Followers, []PageQuery{{User: star, First: 10}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -838,7 +838,7 @@ func testTimesRoundTrip(t *testing.T, open opener) {
 	if err != nil || !back.Equal(fb.At) {
 		t.Fatalf("%v printed and read back is %v, %v", fb.At, back, err)
 	}
-	next, err := s.FollowPages(ctx, Followers, []PageQuery{{User: star, First: 10, After: Cursor{At: back, ID: b}}})
+	next, err := s.FollowPages(ctx, Followers, []PageQuery{{User: star, First: 10, After: Cursor{At: back, ID: b}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,8 +20,9 @@ import (
 //
 // A dialect either ranks them in SQL (sqlSuggester), or reads their data
 // as id lists (listSuggester) and the store counts, excludes and ranks
-// here (rankedSuggestions).
-func (s *Store) Suggestions(ctx context.Context, qs []SuggestionQuery) ([][]Suggestion, error) {
+// here (rankedSuggestions). It reads the users along, if any, with its
+// first statement.
+func (s *Store) Suggestions(ctx context.Context, qs []SuggestionQuery, along *Along) ([][]Suggestion, error) {
 	out := make([][]Suggestion, len(qs))
 	if len(qs) == 0 {
 		return out, nil
@@ -29,9 +30,9 @@ func (s *Store) Suggestions(ctx context.Context, qs []SuggestionQuery) ([][]Sugg
 	var err error
 	switch d := s.d.(type) {
 	case listSuggester:
-		err = s.rankedSuggestions(ctx, d, qs, out)
+		err = s.rankedSuggestions(ctx, d, qs, out, along)
 	case sqlSuggester:
-		err = s.sqlSuggestions(ctx, d, qs, out)
+		err = s.sqlSuggestions(ctx, d, qs, out, along)
 	default:
 		err = fmt.Errorf("not built for %s", s.d.name())
 	}
@@ -57,9 +58,9 @@ func bySuggestionRank(a, b namedCandidate) int {
 }
 
 // sqlSuggestions runs the dialect's statement that ranks suggestions.
-func (s *Store) sqlSuggestions(ctx context.Context, d sqlSuggester, qs []SuggestionQuery, out [][]Suggestion) error {
+func (s *Store) sqlSuggestions(ctx context.Context, d sqlSuggester, qs []SuggestionQuery, out [][]Suggestion, along *Along) error {
 	text, args := d.suggestionsQuery(qs, s.budget())
-	return s.scanBatch(ctx, text, args, func(rows *rows) error {
+	return s.scanAlong(ctx, text, args, along, func(rows *rows) error {
 		var i int
 		var sg Suggestion
 		if err := rows.Scan(append([]any{&i, &sg.Sampled, &sg.Via}, sg.User.scanDest()...)...); err != nil {
@@ -184,7 +185,7 @@ func (t *tally) count() {
 // via count of its first-th best, all tied at that count included, since
 // names break ties), and ranks them (rankCandidates), reading the rows of
 // only the users it names and of those whose names it does not hold.
-func (s *Store) rankedSuggestions(ctx context.Context, d listSuggester, qs []SuggestionQuery, out [][]Suggestion) error {
+func (s *Store) rankedSuggestions(ctx context.Context, d listSuggester, qs []SuggestionQuery, out [][]Suggestion, along *Along) error {
 	ts := make([]*tally, len(qs))
 	for i := range ts {
 		ts[i] = tallies.Get().(*tally)
@@ -192,7 +193,7 @@ func (s *Store) rankedSuggestions(ctx context.Context, d listSuggester, qs []Sug
 	}
 	text, args := d.suggestionData(qs, s.budget())
 	var renames int64
-	err := s.scanBatch(ctx, text, args, func(rows *rows) error {
+	err := s.scanAlong(ctx, text, args, along, func(rows *rows) error {
 		var k int
 		var n int64
 		// A string: the driver's text comes as one, which a RawBytes

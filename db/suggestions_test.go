@@ -215,7 +215,7 @@ func matchReferences(t *testing.T, ref, s *Store, ids []int64, all map[int64][]S
 				qs = append(qs, SuggestionQuery{User: id, First: first})
 			}
 			start += size
-			got, err := s.Suggestions(ctx, qs)
+			got, err := s.Suggestions(ctx, qs, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -294,7 +294,7 @@ func TestSuggestionsStatementsDoNotGrowWithUsers(t *testing.T) {
 				qs = append(qs, SuggestionQuery{User: id, First: 10})
 			}
 			ctx, st := WithStats(context.Background())
-			if _, err := s.Suggestions(ctx, qs); err != nil {
+			if _, err := s.Suggestions(ctx, qs, nil); err != nil {
 				t.Fatal(err)
 			}
 			if got := st.Queries(); got < 1 || got > 4 {
@@ -345,7 +345,7 @@ func TestSuggestionsPastTheBudget(t *testing.T) {
 			{1, "", true},
 		} {
 			s.suggestionBudget = c.budget
-			got, err := s.Suggestions(ctx, []SuggestionQuery{{User: me, First: 10}})
+			got, err := s.Suggestions(ctx, []SuggestionQuery{{User: me, First: 10}}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -71,7 +71,7 @@ func testImport(t *testing.T, on apitest.Database) {
 	if err != nil || alice.ID != 10 || alice.FollowerCount != 1 || alice.FollowingCount != 2 {
 		t.Errorf("alice = %+v, %v; want id 10, 1 follower, following 2", alice, err)
 	}
-	pages, err := store.FollowPages(ctx, db.Followers, []db.PageQuery{{User: 40, First: 10}})
+	pages, err := store.FollowPages(ctx, db.Followers, []db.PageQuery{{User: 40, First: 10}}, nil)
 	if err != nil || len(pages[0].Edges) != 2 || pages[0].Edges[0].User.Name != "bob" ||
 		pages[0].Edges[0].At.Format("2006-01-02 15:04:05") != "2026-01-01 00:00:05" {
 		t.Errorf("dave's followers = %+v, %v; want bob at 00:00:05 first", pages, err)
@@ -166,7 +166,7 @@ func testImportRefusesBadRows(t *testing.T, on apitest.Database) {
 			}
 			defer store.Close()
 			n, _ := store.CountUsers(context.Background())
-			page, _ := store.FollowPages(context.Background(), db.Following, []db.PageQuery{{User: 30, First: 10}, {User: 50, First: 10}})
+			page, _ := store.FollowPages(context.Background(), db.Following, []db.PageQuery{{User: 30, First: 10}, {User: 50, First: 10}}, nil)
 			if n != 4 || len(page[0].Edges) != 1 || len(page[1].Edges) != 0 {
 				t.Errorf("after a refused import: %d users, carol follows %d, erin %d; want 4, 1, 0", n, len(page[0].Edges), len(page[1].Edges))
 			}

@@ -98,7 +98,7 @@ type listField struct {
 // batch and read is set.
 type listRow[V any] struct {
 	listField
-	batch func(s *db.Store, ctx context.Context, qs []db.PageQuery) ([]V, error)
+	batch func(s *db.Store, ctx context.Context, qs []db.PageQuery, along *db.Along) ([]V, error)
 	read  func(s *db.Store, ctx context.Context, q db.PageQuery) (V, error)
 }
 
@@ -110,7 +110,11 @@ func row[V any](l *listRow[V]) *listRow[V] {
 	l.index = len(listFields)
 	if l.batch != nil {
 		l.newLoader = func(s *db.Store, onBatch func(string, int), opts ...dataloadgen.Option) any {
-			fetch := func(ctx context.Context, qs []db.PageQuery) ([]V, error) { return l.batch(s, ctx, qs) }
+			fetch := func(ctx context.Context, qs []db.PageQuery) ([]V, error) {
+				along, read := takeAlong(ctx)
+				defer read()
+				return l.batch(s, ctx, qs, along)
+			}
 			return dataloadgen.NewLoader(batched(l.loader, onBatch, fetch), opts...)
 		}
 		l.start = func(ctx context.Context, ls *loaders, q db.PageQuery) { l.pages(ls).LoadThunk(ctx, q) }
@@ -269,18 +273,18 @@ func Complexity() graph.ComplexityRoot {
 	return c
 }
 
-func followPages(dir db.Direction) func(*db.Store, context.Context, []db.PageQuery) ([]db.Page, error) {
-	return func(s *db.Store, ctx context.Context, qs []db.PageQuery) ([]db.Page, error) {
-		return s.FollowPages(ctx, dir, qs)
+func followPages(dir db.Direction) func(*db.Store, context.Context, []db.PageQuery, *db.Along) ([]db.Page, error) {
+	return func(s *db.Store, ctx context.Context, qs []db.PageQuery, along *db.Along) ([]db.Page, error) {
+		return s.FollowPages(ctx, dir, qs, along)
 	}
 }
 
 // suggestionPages asks the store for suggestions, which page by first
 // alone.
-func suggestionPages(s *db.Store, ctx context.Context, qs []db.PageQuery) ([][]db.Suggestion, error) {
+func suggestionPages(s *db.Store, ctx context.Context, qs []db.PageQuery, along *db.Along) ([][]db.Suggestion, error) {
 	sq := make([]db.SuggestionQuery, len(qs))
 	for i, q := range qs {
 		sq[i] = db.SuggestionQuery{User: q.User, First: q.First, Brief: q.Brief}
 	}
-	return s.Suggestions(ctx, sq)
+	return s.Suggestions(ctx, sq, along)
 }

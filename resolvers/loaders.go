@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"follows/auth"
@@ -99,6 +100,37 @@ type requestLoaders struct {
 	plans sync.Map
 	// roots runs prefetchRoots once per request.
 	roots sync.Once
+	// along holds the root users until a batch of lists takes them to
+	// read along (see takeAlong).
+	along atomic.Pointer[rootsAlong]
+}
+
+// rootsAlong is a request's root users, which the first batch of lists
+// to run reads along with its pages (db.Along), and startRoots waits for.
+type rootsAlong struct {
+	ids   []int64
+	users []*db.User    // in the order of ids; nil if the batch failed
+	done  chan struct{} // closed once users is set
+}
+
+// takeAlong gives the request's root users, if they wait for a batch, to
+// the one that asks first: the batch reads them with its own statement,
+// and must call the function returned once it has, whether it failed or
+// not.
+func takeAlong(ctx context.Context) (*db.Along, func()) {
+	rl, ok := ctx.Value(loadersKey{}).(*requestLoaders)
+	if !ok {
+		return nil, func() {}
+	}
+	ra := rl.along.Swap(nil)
+	if ra == nil {
+		return nil, func() {}
+	}
+	a := &db.Along{IDs: ra.ids}
+	return a, func() {
+		ra.users = a.Users
+		close(ra.done)
+	}
 }
 
 func (rl *requestLoaders) get() *loaders {

@@ -3,6 +3,7 @@ package resolvers
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"follows/auth"
 	"follows/db"
@@ -79,21 +80,24 @@ func (r *Resolver) userByID(ctx context.Context, id int64) (*db.User, error) {
 }
 
 // prefetchRoots looks up, once per request, the users that every root
-// field of the operation finds by id (user(id:), node, nodes) in one
-// statement, and gives them to the request's users loader; then it starts
-// the lookups that those fields' selections make of them (pages, viewer
-// relations), as prefetch does for the users of a list. gqlgen resolves
-// root fields side by side, each on its own goroutine, and each waits
-// here for the first: fifty aliased user(id:) then cost what one does.
+// field of the operation finds by id (user(id:), node, nodes, and viewer
+// by its token's) and gives them to the request's users loader, and
+// starts the lookups that those fields' selections make of them (pages,
+// viewer relations), as prefetch does for the users of a list. When the
+// selections start a list, the users come with the first batch of lists
+// (db.Along: in its statement, on PostgreSQL), else in a statement of
+// their own. gqlgen resolves root fields side by side, each on its own
+// goroutine, and each waits here for the first: fifty aliased user(id:)
+// then cost what one does.
 func (r *Resolver) prefetchRoots(ctx context.Context) {
 	rl, ok := ctx.Value(loadersKey{}).(*requestLoaders)
 	if !ok || !graphql.HasOperationContext(ctx) {
 		return
 	}
-	rl.roots.Do(func() { r.startRoots(ctx) })
+	rl.roots.Do(func() { r.startRoots(ctx, rl) })
 }
 
-func (r *Resolver) startRoots(ctx context.Context) {
+func (r *Resolver) startRoots(ctx context.Context, rl *requestLoaders) {
 	oc := graphql.GetOperationContext(ctx)
 	fields, err := collectFields(oc, oc.Operation.SelectionSet, []string{"Query"})
 	if err != nil {
@@ -127,19 +131,45 @@ func (r *Resolver) startRoots(ctx context.Context) {
 	if claim, err := auth.Viewer(ctx); err == nil && !seen[claim.UserID] {
 		all = append(all, claim.UserID)
 	}
-	found, err := r.Store.UsersByID(ctx, all)
-	if err != nil {
-		if !errors.Is(err, context.Canceled) {
+	plans := make([][]prefetchStep, len(roots))
+	lists := false
+	for i, rt := range roots {
+		plans[i] = r.prefetchPlan(ctx, rt.field, [][]string{{}})
+		lists = lists || slices.ContainsFunc(plans[i], func(st prefetchStep) bool { return st.list != nil })
+	}
+	var found []*db.User
+	if lists {
+		// The users come with the first batch of lists to run (see
+		// db.Along), which their own selections have just started.
+		a := &rootsAlong{ids: all, done: make(chan struct{})}
+		rl.along.Store(a)
+		for i, rt := range roots {
+			r.startLists(ctx, plans[i], rt.ids)
+		}
+		select {
+		case <-a.done:
+			found = a.users
+		case <-ctx.Done():
+		}
+	} else {
+		var err error
+		if found, err = r.Store.UsersByID(ctx, all); err != nil && !errors.Is(err, context.Canceled) {
 			r.log().WarnContext(ctx, "root prefetch skipped", "err", err)
 		}
-		return // each field's own lookup meets it again, and reports it
+	}
+	if found == nil {
+		return // each field's own lookup reads them, and reports what fails
 	}
 	l := r.loadersFor(ctx)
 	for i, id := range all {
 		l.users.Prime(id, found[i])
 	}
-	for _, rt := range roots {
-		r.startSteps(ctx, r.prefetchPlan(ctx, rt.field, [][]string{{}}), rt.ids)
+	for i, rt := range roots {
+		if lists {
+			r.startViewerSteps(ctx, plans[i], rt.ids)
+		} else {
+			r.startSteps(ctx, plans[i], rt.ids)
+		}
 	}
 }
 
@@ -148,6 +178,10 @@ func (r *Resolver) startRoots(ctx context.Context) {
 // that its resolver will refuse.
 func rootIDs(ctx context.Context, oc *graphql.OperationContext, f graphql.CollectedField) []int64 {
 	switch f.Name {
+	case "viewer":
+		if claim, err := auth.Viewer(ctx); err == nil {
+			return []int64{claim.UserID}
+		}
 	case "user":
 		id, err := argument(f, "id", oc.Variables, graphql.UnmarshalID)
 		if err != nil || id == nil {

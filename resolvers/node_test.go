@@ -148,3 +148,73 @@ func TestRootUserFieldsBatch(t *testing.T) {
 		t.Errorf("user, node and nodes side by side: %d statements, errors %+v; want 1", r.Extensions.Debug.SQLQueries, r.Errors)
 	}
 }
+
+// A root field's user comes with the first lists its selection asks
+// (db.Along): on PostgreSQL in their statement, so that a profile, a
+// user's mutual follows and a viewer's suggestions each cost one
+// statement; elsewhere in a statement of its own. The root user's row is
+// the one it answers with (counts included) and checks the token
+// against: another viewer's suggestions are refused; a deactivated user
+// answers null, and a deactivated viewer sees its account and no
+// suggestions, as before.
+func TestRootUsersComeWithTheirLists(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, d apitest.Database) {
+		t.Parallel()
+		s := d.Start(t, steadyBatches)
+		viewer, a, b, x := s.CreateUser("viewer"), s.CreateUser("a"), s.CreateUser("b"), s.CreateUser("x")
+		s.Follow(viewer, a)
+		s.Follow(viewer, b)
+		s.Follow(a, viewer)
+		s.Follow(a, x)
+		s.Follow(b, x)
+		// The user's own statement, on a database that reads it apart.
+		own := 1
+		if d == apitest.Postgres {
+			own = 0
+		}
+		vars := map[string]any{"id": viewer.ID}
+		for _, c := range []struct {
+			name, token, query string
+			want               string
+			statements         int
+		}{
+			{"profile", "", `query($id: ID!) { user(id: $id) { name followerCount followingCount followers(first: 20) { edges { node { name } } } } }`,
+				`{"user":{"name":"viewer","followerCount":1,"followingCount":2,"followers":{"edges":[{"node":{"name":"a"}}]}}}`, 1},
+			{"mutual follows", "", `query($id: ID!) { user(id: $id) { name mutualFollows(first: 20) { nodes { name } } } }`,
+				`{"user":{"name":"viewer","mutualFollows":{"nodes":[{"name":"a"}]}}}`, 1},
+			{"suggestions", viewer.Token, `query($id: ID!) { user(id: $id) { name suggestions(first: 10) { via user { name } } } }`,
+				`{"user":{"name":"viewer","suggestions":[{"via":2,"user":{"name":"x"}}]}}`, 1},
+			{"the viewer's suggestions", viewer.Token, `{ viewer { name suggestions { via user { name } } } }`,
+				`{"viewer":{"name":"viewer","suggestions":[{"via":2,"user":{"name":"x"}}]}}`, 1},
+			{"two users' followers", "", `query($id: ID!) { v: user(id: $id) { name followers { nodes { name } } } n: nodes(ids: ["` + a.ID + `", "VXNlcjo5OTk5OTk="]) { ... on User { name followers { nodes { name } } } } }`,
+				`{"v":{"name":"viewer","followers":{"nodes":[{"name":"a"}]}},"n":[{"name":"a","followers":{"nodes":[{"name":"viewer"}]}},null]}`, 1},
+		} {
+			r := s.Do(c.token, c.query, vars)
+			if len(r.Errors) > 0 || string(r.Data) != c.want {
+				t.Errorf("%s = %s %+v, want %s", c.name, r.Data, r.Errors, c.want)
+			}
+			// Asked again: suggestions read their users' names the first
+			// time only.
+			if r := s.Do(c.token, c.query, vars); r.Extensions.Debug.SQLQueries != c.statements+own {
+				t.Errorf("%s: %d statements, want %d", c.name, r.Extensions.Debug.SQLQueries, c.statements+own)
+			}
+		}
+
+		// Only its owner may read a user's suggestions: the token's row,
+		// read along, says who that is.
+		r := s.Do(a.Token, `query($id: ID!) { user(id: $id) { name suggestions { via } } }`, vars)
+		if r.Code() != resolvers.CodeForbidden {
+			t.Errorf("a asking the viewer's suggestions: %s %+v, want FORBIDDEN", r.Data, r.Errors)
+		}
+		var out struct{ DeactivateAccount struct{ Deactivated bool } }
+		s.Data(b.Token, `mutation { deactivateAccount { deactivated } }`, nil, &out)
+		r = s.Do("", `query($id: ID!) { user(id: $id) { name followers { nodes { name } } } }`, map[string]any{"id": b.ID})
+		if len(r.Errors) > 0 || string(r.Data) != `{"user":null}` {
+			t.Errorf("a deactivated user's followers = %s %+v, want user null", r.Data, r.Errors)
+		}
+		r = s.Do(b.Token, `{ viewer { name suggestions { via } } }`, nil)
+		if len(r.Errors) > 0 || string(r.Data) != `{"viewer":{"name":"b","suggestions":[]}}` {
+			t.Errorf("a deactivated viewer's suggestions = %s %+v, want its account and none", r.Data, r.Errors)
+		}
+	})
+}

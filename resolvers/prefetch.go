@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"follows/db"
 
@@ -28,21 +29,14 @@ func (r *Resolver) prefetch(ctx context.Context, ids []int64, paths ...[]string)
 
 // startSteps starts each step for each of the users.
 func (r *Resolver) startSteps(ctx context.Context, steps []prefetchStep, ids []int64) {
-	if len(steps) == 0 {
-		return
-	}
+	r.startLists(ctx, steps, ids)
+	r.startViewerSteps(ctx, steps, ids)
+}
+
+// startLists starts the steps that need no viewer: the lists, and the
+// blocks, whose loader checks the viewer's token itself.
+func (r *Resolver) startLists(ctx context.Context, steps []prefetchStep, ids []int64) {
 	l := r.loadersFor(ctx)
-	// The viewer's follows need the viewer, checked (see me): its
-	// lookup then waits for the users loader's batch, once a request.
-	// The blocks loader checks the viewer's token itself.
-	var viewer int64
-	var ok bool
-	for _, st := range steps {
-		if st.field == "viewerFollows" || st.field == "followsViewer" {
-			viewer, ok, _ = r.viewerID(ctx)
-			break
-		}
-	}
 	for _, st := range steps {
 		for _, id := range ids {
 			switch {
@@ -53,10 +47,29 @@ func (r *Resolver) startSteps(ctx context.Context, steps []prefetchStep, ids []i
 			case st.field == "viewerBlocks" || st.field == "blocksViewer":
 				// Both fields, one key.
 				l.blocks.LoadThunk(ctx, id)
-			case !ok:
-			case st.field == "viewerFollows":
+			}
+		}
+	}
+}
+
+// startViewerSteps starts the viewer's follows, which need the viewer,
+// checked (see me): its lookup waits for the users loader's batch, once a
+// request, or finds the row that the root prefetch read.
+func (r *Resolver) startViewerSteps(ctx context.Context, steps []prefetchStep, ids []int64) {
+	if !slices.ContainsFunc(steps, prefetchStep.viewer) {
+		return
+	}
+	viewer, ok, _ := r.viewerID(ctx)
+	if !ok {
+		return
+	}
+	l := r.loadersFor(ctx)
+	for _, st := range steps {
+		for _, id := range ids {
+			switch st.field {
+			case "viewerFollows":
 				l.follows.LoadThunk(ctx, db.Pair{Follower: viewer, Followee: id})
-			case st.field == "followsViewer":
+			case "followsViewer":
 				l.follows.LoadThunk(ctx, db.Pair{Follower: id, Followee: viewer})
 			}
 		}
@@ -74,6 +87,11 @@ type prefetchStep struct {
 	list  *listField
 	page  db.PageQuery
 	field string
+}
+
+// viewer reports whether the step looks up the viewer's follows.
+func (st prefetchStep) viewer() bool {
+	return st.field == "viewerFollows" || st.field == "followsViewer"
 }
 
 // prefetchPlan works out, once per request and list field (every parent's

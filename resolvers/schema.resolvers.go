@@ -175,6 +175,7 @@ func (r *queryResolver) Users(ctx context.Context, first *int, after *string, la
 
 // Viewer is the resolver for the viewer field.
 func (r *queryResolver) Viewer(ctx context.Context) (*db.User, error) {
+	r.prefetchRoots(ctx)
 	return r.viewer(ctx)
 }
 
