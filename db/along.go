@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"database/sql"
+	"slices"
 )
 
 // Along is users a batch of lists reads along with its pages: a
@@ -52,10 +53,7 @@ func (s *Store) scanAlong(ctx context.Context, text string, args []any, along *A
 			if err != nil {
 				return err
 			}
-			lead = make([]any, len(cols))
-			for i := range lead {
-				lead[i] = discard{}
-			}
+			lead = slices.Repeat([]any{discard{}}, len(cols))
 			lead[0] = &id
 		}
 		if err := r.Rows.Scan(lead...); err != nil {
@@ -94,5 +92,6 @@ type discard struct{}
 
 func (discard) Scan(any) error { return nil }
 
-// discards are destinations for the columns a row's reader does not see.
-var discards = [...]any{discard{}, discard{}, discard{}, discard{}, discard{}, discard{}, discard{}, discard{}}
+// discards are destinations for the users' columns, which a row of the
+// batch's own leaves null and its reader does not see.
+var discards = slices.Repeat([]any{discard{}}, userCount)
