@@ -137,15 +137,18 @@ func (r *Resolver) startRoots(ctx context.Context, rl *requestLoaders) {
 		plans[i] = r.prefetchPlan(ctx, rt.field, [][]string{{}})
 		lists = lists || slices.ContainsFunc(plans[i], func(st prefetchStep) bool { return st.list != nil })
 	}
-	var found []*db.User
+	var a *rootsAlong
 	if lists {
 		// The users come with the first batch of lists to run (see
-		// db.Along), which their own selections have just started.
-		a := &rootsAlong{ids: all, done: make(chan struct{})}
+		// db.Along), which their own selections start just below.
+		a = &rootsAlong{ids: all, done: make(chan struct{})}
 		rl.along.Store(a)
-		for i, rt := range roots {
-			r.startLists(ctx, plans[i], rt.ids)
-		}
+	}
+	for i, rt := range roots {
+		r.startLists(ctx, plans[i], rt.ids)
+	}
+	var found []*db.User
+	if a != nil {
 		select {
 		case <-a.done:
 			found = a.users
@@ -164,12 +167,10 @@ func (r *Resolver) startRoots(ctx context.Context, rl *requestLoaders) {
 	for i, id := range all {
 		l.users.Prime(id, found[i])
 	}
+	// The viewer's follows need the viewer checked, from the rows just
+	// primed.
 	for i, rt := range roots {
-		if lists {
-			r.startViewerSteps(ctx, plans[i], rt.ids)
-		} else {
-			r.startSteps(ctx, plans[i], rt.ids)
-		}
+		r.startViewerSteps(ctx, plans[i], rt.ids)
 	}
 }
 
