@@ -275,6 +275,17 @@ type (
 		afterImport() []string
 	}
 
+	// followKeyLoader sets the follow table's primary key aside too
+	// while an import loads follows into it, when the table is empty and
+	// no other table's foreign key refers to it (otherwise restore is
+	// nil and the key stays). The import then makes sure itself that no
+	// follow comes twice (followGroups), and restore builds the key from
+	// all rows, once: on PostgreSQL that is a fraction of what keeping it
+	// through the load costs (docs/decisions/postgres-queries.md).
+	followKeyLoader interface {
+		setAsideFollowKey(ctx context.Context, r runner) (restore func() error, err error)
+	}
+
 	// bulkCopier writes a bulk import's rows into table's columns inside
 	// its transaction, with the database's bulk copy (COPY, SQL Server's
 	// bulk insert), for the tables copies says; a row the database

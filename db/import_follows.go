@@ -111,7 +111,16 @@ func (l *followLoad) toSQL(held *followPages) error {
 		return err
 	}
 	sink := l.b.s.rowSink(l.ctx, l.b, "Follows", followImportColumns, func(v []any) string { return fmt.Sprintf("follow %v -> %v", v[0], v[1]) })
-	l.dest = &sqlFollows{l: l, sink: sink, restore: restore}
+	q := &sqlFollows{l: l, sink: sink, restore: restore}
+	if k, ok := l.b.s.d.(followKeyLoader); ok && l.noFollowsBefore {
+		if q.keyBack, err = k.setAsideFollowKey(l.ctx, l.b.runner); err != nil {
+			return err
+		}
+		if q.keyBack != nil {
+			q.groups = newFollowGroups()
+		}
+	}
+	l.dest = q
 	if held == nil {
 		return nil
 	}
@@ -169,19 +178,53 @@ func (l *followLoad) afterCommit() func(ctx context.Context, conn *sql.Conn) err
 
 // sqlFollows writes follows into the follow table with the dialect's
 // rowSink, its indexes and triggers set aside (restore makes them again).
+// Where the dialect set the primary key aside too (followKeyLoader),
+// keyBack makes it again, and groups finds a follow that comes twice
+// meanwhile.
 type sqlFollows struct {
 	l       *followLoad
 	sink    rowSink
 	restore func() error
+	keyBack func() error
+	groups  *followGroups
 }
 
 func (q *sqlFollows) add(f FollowRow) (bool, error) {
+	if q.keyBack != nil {
+		grouped, again := q.groups.add(f.Follower, f.Followee)
+		if again {
+			return true, followThere(f)
+		}
+		if !grouped {
+			// The key finds a follow twice from here on, as it does
+			// where it was never set aside.
+			if err := q.putKeyBack(); err != nil {
+				return true, err
+			}
+		}
+	}
 	return true, q.sink.add(f.Pos, f.Follower, f.Followee, q.l.b.s.d.timeArg(f.At), f.Muted, !f.NotificationsOff)
+}
+
+// putKeyBack makes the primary key again once the follows written so
+// far are in.
+func (q *sqlFollows) putKeyBack() error {
+	if err := q.sink.flush(); err != nil {
+		return err
+	}
+	err := q.keyBack()
+	q.keyBack, q.groups = nil, nil
+	return err
 }
 
 func (q *sqlFollows) flush() error { return q.sink.flush() }
 
 func (q *sqlFollows) rebuild(blocks map[pair]Pos, setCounts func() error, clock *phaseClock) (time.Duration, error) {
+	if q.keyBack != nil {
+		if err := q.putKeyBack(); err != nil {
+			return 0, err
+		}
+	}
 	if err := q.restore(); err != nil {
 		return 0, err
 	}
@@ -352,4 +395,51 @@ func (l *followLoad) setCounts() error {
 	}
 	_, err := l.b.exec(l.ctx, l.b.s.q.recountImported, idList(l.counts.ids()))
 	return err
+}
+
+// followThere refuses an import for a follow that comes twice.
+func followThere(f FollowRow) ImportErrors {
+	return ImportErrors{{f.Pos, fmt.Sprintf("follow %d -> %d is there already", f.Follower, f.Followee)}}
+}
+
+// followGroups finds a follow that comes twice without the follow
+// table's primary key, for as long as the follows come grouped by
+// follower, as an export writes them: it holds the followees of the
+// follower whose follows are coming and the followers whose follows have
+// come, a few bytes a user, where holding every follow would take tens
+// of bytes a follow.
+type followGroups struct {
+	follower  int64
+	followees map[int64]struct{}
+	done      map[int64]struct{}
+}
+
+func newFollowGroups() *followGroups {
+	return &followGroups{follower: -1, followees: map[int64]struct{}{}, done: map[int64]struct{}{}}
+}
+
+// add takes a follow, and says whether the follows are still grouped by
+// follower with it, and, if they are, whether it came before.
+func (g *followGroups) add(follower, followee int64) (grouped, again bool) {
+	if follower != g.follower {
+		if _, ok := g.done[follower]; ok {
+			return false, false
+		}
+		if g.follower >= 0 {
+			g.done[g.follower] = struct{}{}
+		}
+		g.follower = follower
+		if len(g.followees) > 1024 {
+			// clear would cost the map's largest size for each
+			// follower after a prolific one.
+			g.followees = map[int64]struct{}{}
+		} else {
+			clear(g.followees)
+		}
+	}
+	if _, ok := g.followees[followee]; ok {
+		return true, true
+	}
+	g.followees[followee] = struct{}{}
+	return true, false
 }

@@ -311,6 +311,62 @@ func testImportNamesADuplicateInALaterBatch(t *testing.T, s *Store) {
 	}
 }
 
+// A follow that comes twice within its follower's follows is named by
+// its row, where the follows come grouped by follower (as an export writes
+// them) and PostgreSQL loads them without the primary key (see
+// followGroups), after a follower with more followees than the check
+// keeps between followers too; nothing of the import stays.
+func TestImportNamesAFollowTwiceInItsFollowersRows(t *testing.T) {
+	eachImportDialect(t, testImportNamesAFollowTwiceInItsFollowersRows)
+}
+
+func testImportNamesAFollowTwiceInItsFollowersRows(t *testing.T, s *Store) {
+	ctx := context.Background()
+	const n = 1200
+	users := make([]UserRow, n)
+	for i := range users {
+		users[i] = UserRow{Pos: Pos{"u", i + 2}, ID: int64(i + 1), Name: fmt.Sprintf("u%d", i+1)}
+	}
+	var follows []FollowRow
+	add := func(a, b int64) {
+		follows = append(follows, FollowRow{Pos: Pos{"f", len(follows) + 2}, Follower: a, Followee: b})
+	}
+	for b := int64(2); b <= n; b++ {
+		add(1, b)
+	}
+	add(2, 1)
+	add(2, 3)
+	add(3, 4)
+	add(3, 5)
+	add(3, 4)
+	line := len(follows) + 1
+	add(4, 1)
+	_, err := s.Import(ctx, seqOf(users...), seqOf(follows...), 0, nil)
+	want := fmt.Sprintf("f line %d: follow 3 -> 4 is there already", line)
+	var ie ImportErrors
+	if !errors.As(err, &ie) || len(ie) != 1 || !strings.Contains(err.Error(), want) {
+		t.Fatalf("import of a follow twice among its follower's: %v, want %q", err, want)
+	}
+	if n, err := s.CountUsers(ctx); n != 0 || err != nil {
+		t.Errorf("%d users after a refused import (%v), want 0", n, err)
+	}
+	// Without the follow twice, the same rows go in, with their key.
+	follows = slices.Delete(follows, line-2, line-1)
+	if _, err := s.Import(ctx, seqOf(users...), seqOf(follows...), 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	err = s.inTx(ctx, func(r runner) error {
+		_, err := r.exec(ctx, `INSERT INTO Follows (FollowerId, FolloweeId) VALUES (?, ?)`, 3, 4)
+		return err
+	})
+	if !errors.Is(s.d.classify(err), errDuplicate) {
+		t.Errorf("a second row 3 -> 4 after the import: %v, want the primary key's refusal", err)
+	}
+	if got := countsOf(t, s, 1, 3, 4); !slices.Equal(got, [][2]int{{2, n - 1}, {2, 2}, {2, 1}}) {
+		t.Errorf("counts of users 1, 3, 4 = %v", got)
+	}
+}
+
 // An ExternalId given twice is refused, naming both rows, or the row and
 // the account that had it before the import; nothing of the import stays.
 func TestImportRefusesADuplicateExternalID(t *testing.T) {

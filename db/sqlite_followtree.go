@@ -323,7 +323,7 @@ func (m *followPages) check(blocks map[pair]Pos) error {
 	}
 	if dup >= 0 {
 		f := m.row(dup)
-		return ImportErrors{{f.Pos, fmt.Sprintf("follow %d -> %d is there already", f.Follower, f.Followee)}}
+		return followThere(f)
 	}
 	var bad ImportErrors
 	for _, p := range slices.SortedFunc(maps.Keys(blocks), func(a, b pair) int { return cmp.Or(cmp.Compare(a.from, b.from), cmp.Compare(a.to, b.to)) }) {
