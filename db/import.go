@@ -486,15 +486,16 @@ func (im *graphImport) loadFollows() (*followLoad, error) {
 	if err != nil {
 		return nil, err
 	}
+	users := newUserSet(im.ids)
 	for f, err := range im.g.Follows {
 		switch {
 		case err != nil:
 			if !im.reject(err) {
 				return nil, err
 			}
-		case !im.ids[f.Follower]:
+		case !users.has(f.Follower):
 			im.bad = append(im.bad, &RowError{f.Pos, fmt.Sprintf("follower %d is not a user", f.Follower)})
-		case !im.ids[f.Followee]:
+		case !users.has(f.Followee):
 			im.bad = append(im.bad, &RowError{f.Pos, fmt.Sprintf("followee %d is not a user", f.Followee)})
 		case f.Follower == f.Followee:
 			im.bad = append(im.bad, &RowError{f.Pos, "a user cannot follow itself"})
