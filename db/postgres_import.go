@@ -56,7 +56,8 @@ func (*postgresDialect) copies(string) bool { return true }
 
 // postgresFollowsAside are the objects on Follows that a bulk import sets
 // aside, with the statements that make them again: the secondary indexes
-// (not the primary key's, which finds duplicate rows as they come), the
+// (not the primary key's: setAsideFollowKey sets that aside only where
+// the table is empty, and otherwise it finds a row there already), the
 // triggers the server made (the counts'), and the foreign keys, whose
 // checks, a lookup in Users for each end of each row, made loading the
 // large graph's follows several times slower
