@@ -288,22 +288,24 @@ type denseCount struct {
 
 // newImportCounts makes the counts of follows between ids.
 func newImportCounts(ids map[int64]bool) importCounts {
-	if denseIDs(ids) {
-		return importCounts{dense: make([]denseCount, topID(ids)+1)}
+	if top, ok := denseIDs(ids); ok {
+		return importCounts{dense: make([]denseCount, top+1)}
 	}
 	return importCounts{sparse: map[int64]*[2]int{}}
 }
 
-// denseIDs says whether ids are few enough gaps apart to keep something
-// for each id up to the highest in a slice, rather than in a map.
-func denseIDs(ids map[int64]bool) bool { return topID(ids) <= 4*int64(len(ids))+1<<16 }
-
-func topID(ids map[int64]bool) int64 {
-	var top int64
+// denseIDs returns the highest of ids, and whether they are few enough
+// gaps apart to keep something for each id up to it in a slice, rather
+// than in a map: none below zero, and the highest at most four times
+// their number (and 65,536 more).
+func denseIDs(ids map[int64]bool) (top int64, dense bool) {
 	for id := range ids {
+		if id < 0 {
+			return 0, false
+		}
 		top = max(top, id)
 	}
-	return top
+	return top, top <= 4*int64(len(ids))+1<<16
 }
 
 // userSet says which users there are, for both ends of every imported
@@ -317,14 +319,12 @@ type userSet struct {
 }
 
 func newUserSet(ids map[int64]bool) userSet {
-	if !denseIDs(ids) {
+	top, ok := denseIDs(ids)
+	if !ok {
 		return userSet{ids: ids}
 	}
-	bits := make([]uint64, topID(ids)/64+1)
+	bits := make([]uint64, top/64+1)
 	for id := range ids {
-		if id < 0 {
-			return userSet{ids: ids}
-		}
 		bits[id/64] |= 1 << (id % 64)
 	}
 	return userSet{bits: bits}

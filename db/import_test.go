@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"iter"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -276,6 +277,16 @@ func testImportNamesTheDuplicateRow(t *testing.T, s *Store) {
 	}
 }
 
+// numberedUsers are users 1 to n, named u1 to un, from the lines of a
+// file "u" after its header.
+func numberedUsers(n int) []UserRow {
+	users := make([]UserRow, n)
+	for i := range users {
+		users[i] = UserRow{Pos: Pos{"u", i + 2}, ID: int64(i + 1), Name: fmt.Sprintf("u%d", i+1)}
+	}
+	return users
+}
+
 // A follow there already is named by its row in a later batch too, where
 // COPY writes a batch while the next is read (see copySink), and nothing
 // of the import stays.
@@ -286,10 +297,7 @@ func TestImportNamesADuplicateInALaterBatch(t *testing.T) {
 func testImportNamesADuplicateInALaterBatch(t *testing.T, s *Store) {
 	ctx := context.Background()
 	const n = 400
-	users := make([]UserRow, n)
-	for i := range users {
-		users[i] = UserRow{Pos: Pos{"u", i + 2}, ID: int64(i + 1), Name: fmt.Sprintf("u%d", i+1)}
-	}
+	users := numberedUsers(n)
 	var follows []FollowRow
 	for a := int64(1); a <= n && len(follows) < copyBatch+10_000; a++ {
 		for b := int64(1); b <= n; b++ {
@@ -323,10 +331,7 @@ func TestImportNamesAFollowTwiceInItsFollowersRows(t *testing.T) {
 func testImportNamesAFollowTwiceInItsFollowersRows(t *testing.T, s *Store) {
 	ctx := context.Background()
 	const n = 1200
-	users := make([]UserRow, n)
-	for i := range users {
-		users[i] = UserRow{Pos: Pos{"u", i + 2}, ID: int64(i + 1), Name: fmt.Sprintf("u%d", i+1)}
-	}
+	users := numberedUsers(n)
 	var follows []FollowRow
 	add := func(a, b int64) {
 		follows = append(follows, FollowRow{Pos: Pos{"f", len(follows) + 2}, Follower: a, Followee: b})
@@ -671,5 +676,23 @@ func TestImportWritesEachUserOnce(t *testing.T) {
 	}
 	if drift, err := s.CheckCounts(ctx, false); err != nil || len(drift) > 0 {
 		t.Errorf("drift after import: %+v, %v", drift, err)
+	}
+}
+
+// userSet answers as the map it is made from, whether it keeps a bitmap
+// (ids dense) or the map (ids far apart, or one below zero).
+func TestUserSet(t *testing.T) {
+	for _, ids := range []map[int64]bool{
+		{},
+		{1: true, 2: true, 63: true, 64: true, 65: true, 100_000: true},
+		{1: true, 1 << 40: true},
+		{-3: true, 5: true},
+	} {
+		s := newUserSet(ids)
+		for _, id := range []int64{-3, -1, 0, 1, 2, 3, 62, 63, 64, 65, 66, 127, 128, 99_999, 100_000, 100_001, 1 << 40, 1<<40 + 1} {
+			if s.has(id) != ids[id] {
+				t.Errorf("users %v: has(%d) = %v", slices.Sorted(maps.Keys(ids)), id, s.has(id))
+			}
+		}
 	}
 }
